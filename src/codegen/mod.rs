@@ -1,0 +1,49 @@
+//! codegen: configurations, their validation, rendering to CUDA and compilation with NVRTC.
+//!
+//! # Kernel ABI (the contract with `tuner` and `runtime`)
+//!
+//! Each rendered module defines, for configuration `cfg` with name `cfg.name()`:
+//!
+//! ```text
+//! extern "C" __global__ void <name>(
+//!     const float* A,          // m×k row-major
+//!     const float* B,          // B', w×n row-major
+//!     const int*   D,          // w×q: raw window positions (non-packing) or
+//!                              //      ColInfo::packed_indices (packing)
+//!     const int*   col_info,   // ColInfo::columns for (k_s, n_s) (packing; else unused, may be null)
+//!     const int*   col_count,  // ColInfo::counts (packing; else unused, may be null)
+//!     float*       C,          // m×n row-major
+//!     float*       workspace,  // split_k > 1: split_k×m×n floats of partial sums; else unused
+//!     int m, int n, int k, float alpha, float beta)
+//! grid  = (ceil(n / n_s), ceil(m / m_s), split_k), block = (threads, 1, 1),
+//! dynamic shared memory = cfg.smem_bytes() (opt in above 48 KiB).
+//!
+//! extern "C" __global__ void <name>_reduce(   // only when split_k > 1
+//!     const float* workspace, float* C, int m, int n, int split_k, float alpha, float beta)
+//! grid = (ceil(m·n / 4 / 256), 1, 1), block = (256, 1, 1), no shared memory.
+//! ```
+//!
+//! `beta == 0` never reads C (it may hold NaN), as in BLAS.
+
+mod config;
+pub mod enumerate;
+pub mod nvrtc;
+pub mod render;
+pub mod validate;
+
+pub use config::{KernelConfig, Pipeline, WarpLayout};
+
+use thiserror::Error;
+
+/// Errors of the codegen layer.
+#[derive(Debug, Error)]
+pub enum CodegenError {
+    #[error("configuration {name} rejected: {reason}")]
+    Rejected { name: String, reason: String },
+    #[error("template error: {0}")]
+    Template(String),
+    #[error("NVRTC library not found: {0}")]
+    NvrtcMissing(String),
+    #[error("kernel {name} failed to compile for {arch}: {log}")]
+    Compile { name: String, arch: String, log: String },
+}

@@ -1,0 +1,3 @@
+//! The tuning database (SQLite through sqlx).
+//!
+//! OWNER: db helper.

@@ -1,0 +1,71 @@
+//! The N:M vector-wise sparse format (DESIGN.md "The operation").
+//!
+//! A dense k×n weight B is cut into column groups of L consecutive columns; in every window
+//! of M consecutive rows of k, each group keeps the same N rows. The kept values form B'
+//! (w×n, w = k·N/M, row-major) and their positions inside the window form D (w×q, q = n/L).
+//! For packing kernels, [`ColInfo`] lists per (k-tile, n-tile) the A columns the tile needs.
+//!
+//! OWNER: format helper. The public items below are the contract the rest of the crate uses;
+//! their bodies are to be written.
+
+use crate::problem::{NmPattern, ProblemError};
+use thiserror::Error;
+
+/// Why a weight cannot be pruned, compressed, decompressed or preprocessed.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum FormatError {
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error("weight has {got} elements, expected {rows}×{cols} = {expected}")]
+    SizeMismatch { got: usize, rows: usize, cols: usize, expected: usize },
+    #[error("{what}: {detail}")]
+    Invalid { what: &'static str, detail: String },
+}
+
+/// How a weight was padded so that M divides k and L divides n. Zero rows/columns are added
+/// at the end; the report says so, it never happens silently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Padding {
+    pub k_original: usize,
+    pub k_padded: usize,
+    pub n_original: usize,
+    pub n_padded: usize,
+}
+
+impl Padding {
+    pub fn is_padded(&self) -> bool {
+        self.k_original != self.k_padded || self.n_original != self.n_padded
+    }
+}
+
+/// A compressed N:M vector-wise weight: B' and D.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompressedWeight {
+    /// Rows of the dense weight (a multiple of M).
+    pub k: usize,
+    /// Columns of the dense weight (a multiple of L).
+    pub n: usize,
+    pub nm: NmPattern,
+    pub l: usize,
+    /// B', w×n row-major.
+    pub values: Vec<f32>,
+    /// D, w×q row-major: D[u][j] ∈ 0..M is the position of the u-th kept row in its window
+    /// for column group j; kept rows are sorted by position inside each window.
+    pub indices: Vec<u8>,
+}
+
+/// Offline preprocessing for packing kernels, for one (k_s, n_s) tiling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColInfo {
+    pub k_s: usize,
+    pub n_s: usize,
+    pub k_tiles: usize,
+    pub n_tiles: usize,
+    /// [k_tiles][n_tiles][k_s]: absolute A column of each packed slot, sorted ascending;
+    /// slots at and beyond the tile's count repeat the last valid column (never read).
+    pub columns: Vec<i32>,
+    /// [k_tiles][n_tiles]: distinct A columns the tile needs.
+    pub counts: Vec<i32>,
+    /// w×q: D rewritten to the slot, inside its tile's packed list, of each kept row.
+    pub packed_indices: Vec<i32>,
+}

@@ -1,0 +1,6 @@
+//! What the rest of nmtune needs to know about a GPU: its resource limits and roofline
+//! ceilings ([`GpuProfile`]), from a built-in table for named GPUs or read off the device.
+
+mod profile;
+
+pub use profile::{GpuProfile, BUILTIN_PROFILES};

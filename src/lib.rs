@@ -1,0 +1,22 @@
+//! nmtune: an autotuning code generator for N:M-sparse matrix multiplication on NVIDIA GPUs.
+//!
+//! Data flows one way through the modules:
+//! shapes ([`shapes`]) → candidate configurations ([`codegen::enumerate`]) → rendered CUDA
+//! ([`codegen::render`]) → compiled module ([`codegen::nvrtc`]) → timing ([`tuner`]) →
+//! database ([`db`]) → lookup and launch ([`runtime`]).
+//!
+//! The N:M vector-wise sparse format lives in [`format`], the CPU reference in [`reference`];
+//! every other layer shares them.
+
+pub mod codegen;
+pub mod db;
+pub mod format;
+pub mod gpu;
+pub mod problem;
+pub mod reference;
+pub mod runtime;
+pub mod shapes;
+pub mod tuner;
+
+/// Version of this tool, recorded beside every measurement.
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,234 @@
+//! The problem a kernel solves: `C = alpha * A ⊗ (B', D) + beta * C` with A dense m×k
+//! (row-major), B pruned vector-wise N:M along k with vector length L, C m×n row-major.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use thiserror::Error;
+
+/// Why a problem or sparsity pattern is not valid.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ProblemError {
+    #[error("N:M pattern {n}:{m}: N must be at least 1")]
+    ZeroN { n: u32, m: u32 },
+    #[error("N:M pattern {n}:{m}: N must not exceed M")]
+    NGreaterThanM { n: u32, m: u32 },
+    #[error("N:M pattern {n}:{m}: M must be between 1 and 128")]
+    MOutOfRange { n: u32, m: u32 },
+    #[error("cannot parse sparsity '{text}': {why}")]
+    BadSparsity { text: String, why: String },
+    #[error("shape m={m} n={n} k={k}: every dimension must be at least 1")]
+    EmptyDimension { m: usize, n: usize, k: usize },
+    #[error("k={k} is not a multiple of M={m_window}; pad the weight first (format::prune_and_compress pads)")]
+    KNotMultipleOfM { k: usize, m_window: u32 },
+    #[error("n={n} is not a multiple of the vector length L={l}; pad the weight first")]
+    NNotMultipleOfL { n: usize, l: usize },
+    #[error("vector length L={l} must be between 1 and 128")]
+    LOutOfRange { l: usize },
+    #[error("shape m={m} n={n} k={k} is too large: element counts must fit in 32-bit kernel indices")]
+    TooLarge { m: usize, n: usize, k: usize },
+}
+
+/// An N:M pattern: in every window of M consecutive rows of k, N rows are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub struct NmPattern {
+    pub n: u32,
+    pub m: u32,
+}
+
+impl NmPattern {
+    pub fn new(n: u32, m: u32) -> Result<Self, ProblemError> {
+        if n == 0 {
+            return Err(ProblemError::ZeroN { n, m });
+        }
+        if m == 0 || m > 128 {
+            return Err(ProblemError::MOutOfRange { n, m });
+        }
+        if n > m {
+            return Err(ProblemError::NGreaterThanM { n, m });
+        }
+        Ok(Self { n, m })
+    }
+
+    /// Fraction of rows kept, N/M.
+    pub fn density(&self) -> f64 {
+        self.n as f64 / self.m as f64
+    }
+
+    /// Fraction of rows pruned, 1 - N/M.
+    pub fn sparsity(&self) -> f64 {
+        1.0 - self.density()
+    }
+
+    /// Dense GEMM is the case N = M.
+    pub fn is_dense(&self) -> bool {
+        self.n == self.m
+    }
+
+    /// Parse "8:32", or a sparsity fraction such as "0.75" / "75%" with the window `default_m`.
+    pub fn parse(text: &str, default_m: u32) -> Result<Self, ProblemError> {
+        let bad = |why: &str| ProblemError::BadSparsity {
+            text: text.to_string(),
+            why: why.to_string(),
+        };
+        let t = text.trim();
+        if let Some((n, m)) = t.split_once(':') {
+            let n: u32 = n.trim().parse().map_err(|_| bad("N is not an integer"))?;
+            let m: u32 = m.trim().parse().map_err(|_| bad("M is not an integer"))?;
+            return Self::new(n, m);
+        }
+        let (num, scale) = match t.strip_suffix('%') {
+            Some(p) => (p.trim(), 100.0),
+            None => (t, 1.0),
+        };
+        let sparsity: f64 = num.parse().map_err(|_| bad("expected N:M or a fraction"))?;
+        Self::from_sparsity(sparsity / scale, default_m).map_err(|e| match e {
+            ProblemError::BadSparsity { why, .. } => bad(&why),
+            other => other,
+        })
+    }
+
+    /// The pattern with window `m` whose sparsity is exactly `sparsity` (0 ≤ s < 1).
+    pub fn from_sparsity(sparsity: f64, m: u32) -> Result<Self, ProblemError> {
+        let bad = |why: String| ProblemError::BadSparsity {
+            text: sparsity.to_string(),
+            why,
+        };
+        if !(0.0..1.0).contains(&sparsity) {
+            return Err(bad("sparsity must be in [0, 1)".into()));
+        }
+        let kept = (1.0 - sparsity) * m as f64;
+        let n = kept.round();
+        if (kept - n).abs() > 1e-9 {
+            return Err(bad(format!("{sparsity} is not a multiple of 1/{m}")));
+        }
+        Self::new(n as u32, m)
+    }
+}
+
+impl fmt::Display for NmPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.n, self.m)
+    }
+}
+
+/// Layout of the dense operand A. Only row-major (PyTorch activations) exists today; the
+/// layout is part of the problem key so that a k-major variant can be added without ambiguity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum ALayout {
+    #[default]
+    RowMajor,
+}
+
+impl ALayout {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ALayout::RowMajor => "row",
+        }
+    }
+}
+
+/// One N:M SpMM problem: the key of the tuning database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Problem {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub nm: NmPattern,
+    /// Vector length: columns of B that share one kept-row pattern.
+    pub l: usize,
+    #[serde(default)]
+    pub a_layout: ALayout,
+}
+
+impl Problem {
+    pub fn new(m: usize, n: usize, k: usize, nm: NmPattern, l: usize) -> Result<Self, ProblemError> {
+        if m == 0 || n == 0 || k == 0 {
+            return Err(ProblemError::EmptyDimension { m, n, k });
+        }
+        if l == 0 || l > 128 {
+            return Err(ProblemError::LOutOfRange { l });
+        }
+        if k % nm.m as usize != 0 {
+            return Err(ProblemError::KNotMultipleOfM { k, m_window: nm.m });
+        }
+        if n % l != 0 {
+            return Err(ProblemError::NNotMultipleOfL { n, l });
+        }
+        let limit = i32::MAX as u128;
+        let (m128, n128, k128) = (m as u128, n as u128, k as u128);
+        if m128 * k128 > limit || m128 * n128 > limit || k128 * n128 > limit {
+            return Err(ProblemError::TooLarge { m, n, k });
+        }
+        Ok(Self {
+            m,
+            n,
+            k,
+            nm,
+            l,
+            a_layout: ALayout::RowMajor,
+        })
+    }
+
+    /// Rows of the compressed weight B': k·N/M.
+    pub fn w(&self) -> usize {
+        self.k / self.nm.m as usize * self.nm.n as usize
+    }
+
+    /// Column groups of the index matrix D: n/L.
+    pub fn q(&self) -> usize {
+        self.n / self.l
+    }
+
+    /// Floating-point operations actually performed: 2·m·n·w.
+    pub fn sparse_flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.w() as f64
+    }
+
+    /// Dense-equivalent operations 2·m·n·k, the figure "effective TFLOP/s" is quoted in.
+    pub fn dense_flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// The same weight (n, k, N:M, L) at another number of rows m.
+    pub fn with_m(&self, m: usize) -> Result<Self, ProblemError> {
+        Self::new(m, self.n, self.k, self.nm, self.l)
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "m{}_n{}_k{}_{}_l{}",
+            self.m, self.n, self.k, self.nm, self.l
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ratio_fraction_and_percent() {
+        assert_eq!(NmPattern::parse("8:32", 32).unwrap(), NmPattern { n: 8, m: 32 });
+        assert_eq!(NmPattern::parse("0.75", 32).unwrap(), NmPattern { n: 8, m: 32 });
+        assert_eq!(NmPattern::parse("62.5%", 32).unwrap(), NmPattern { n: 12, m: 32 });
+        assert!(matches!(
+            NmPattern::parse("33:32", 32),
+            Err(ProblemError::NGreaterThanM { .. })
+        ));
+        assert!(NmPattern::parse("0.3", 32).is_err());
+        assert!(NmPattern::parse("0:4", 32).is_err());
+    }
+
+    #[test]
+    fn problem_rejects_unpadded_and_oversized_shapes() {
+        let nm = NmPattern::new(2, 4).unwrap();
+        assert!(Problem::new(4, 8, 6, nm, 4).is_err());
+        assert!(Problem::new(4, 6, 8, nm, 4).is_err());
+        assert!(Problem::new(1 << 20, 1 << 20, 8, nm, 4).is_err());
+        let p = Problem::new(3, 8, 8, nm, 4).unwrap();
+        assert_eq!((p.w(), p.q()), (4, 2));
+    }
+}

@@ -1,0 +1,1 @@
+//! runtime: looks up the best kernel for a problem and launches it.

@@ -1,0 +1,1 @@
+//! tuner: searches the configuration space and measures candidates on the GPU.
