@@ -4,3 +4,6 @@
 mod profile;
 
 pub use profile::{GpuProfile, BUILTIN_PROFILES};
+
+pub mod device;
+pub use device::{Gpu, GpuError};

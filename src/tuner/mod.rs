@@ -1,1 +1,44 @@
 //! tuner: searches the configuration space and measures candidates on the GPU.
+//!
+//! Kept apart as in TVM MetaSchedule: [`search`] proposes candidates, the builder
+//! ([`build`]) compiles each distinct kernel once (in parallel, cached on disk), the runner
+//! ([`measure`]) verifies and times them beside cuBLAS, and [`crate::db`] stores every result
+//! as it arrives, so an interrupted run resumes where it stopped.
+
+pub mod build;
+pub mod kernels;
+pub mod measure;
+pub mod model;
+mod run;
+pub mod search;
+pub mod workload;
+
+pub use run::{tune_with_model, tune_on_gpu, TuneOptions, TuneSummary};
+pub use search::Strategy;
+
+use thiserror::Error;
+
+/// Errors of the tuner layer.
+#[derive(Debug, Error)]
+pub enum TuneError {
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::GpuError),
+    #[error(transparent)]
+    Db(#[from] crate::db::DbError),
+    #[error(transparent)]
+    Workload(#[from] workload::WorkloadError),
+    #[error(transparent)]
+    Codegen(#[from] crate::codegen::CodegenError),
+    #[error("GPU mismatch: --gpu {asked} but the device is {found} ({full_name}); pass --gpu {found}, --gpu auto, or --force")]
+    GpuMismatch {
+        asked: String,
+        found: String,
+        full_name: String,
+    },
+    #[error("the GPU context was lost while measuring {kernel} on {problem}: {detail}. Everything measured so far is stored; run the same command again to resume")]
+    ContextLost {
+        kernel: String,
+        problem: String,
+        detail: String,
+    },
+}

@@ -1,0 +1,44 @@
+//! Argument parsing and the subcommands.
+
+mod report;
+mod tune;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Autotuning code generator for N:M-sparse matrix multiplication on NVIDIA GPUs.
+///
+/// The main job tunes every shape of a shapes file on a GPU and writes the tuning database:
+///
+///     nmtune --gpu h100 --shapes shapes/llama.yaml
+///
+/// Each candidate kernel is compiled with NVRTC, verified against cuBLAS on random data and
+/// timed beside cuBLAS SGEMM; the fastest verified one per problem is stored. An interrupted
+/// run resumes where it stopped when started again with the same arguments.
+#[derive(Debug, Parser)]
+#[command(name = "nmtune", version, about, long_about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    tune: tune::TuneArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the best kernel per problem from a tuning database.
+    Report(report::ReportArgs),
+}
+
+pub fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Report(args)) => report::run(&args),
+        None => tune::run(&cli.tune),
+    }
+}
+
+/// Default database location for a GPU: tuning-db/<gpu>.sqlite.
+pub fn default_db_path(gpu: &str) -> PathBuf {
+    PathBuf::from("tuning-db").join(format!("{gpu}.sqlite"))
+}

@@ -1,0 +1,124 @@
+//! `nmtune report`: one row per problem, the best kernel beside cuBLAS.
+
+use clap::{Args, ValueEnum};
+use nmtune::db::{Database, Measurement};
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Tuning database to read.
+    #[arg(long, value_name = "PATH")]
+    db: PathBuf,
+    /// Only this GPU's entries.
+    #[arg(long, value_name = "NAME")]
+    gpu: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// One report row. The JSON field names are part of the interface (README "Report").
+#[derive(Debug, Serialize)]
+pub struct ReportRow {
+    pub gpu: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub nm: String,
+    pub l: usize,
+    pub kernel: String,
+    pub config: nmtune::codegen::KernelConfig,
+    pub median_us: Option<f64>,
+    pub effective_tflops: Option<f64>,
+    pub cublas_us: Option<f64>,
+    pub speedup: Option<f64>,
+    pub ideal_speedup: f64,
+    pub fraction_of_ideal: Option<f64>,
+    pub source: String,
+    pub verified: bool,
+}
+
+impl ReportRow {
+    fn from_best(best: &Measurement) -> Self {
+        let p = &best.problem;
+        let speedup = match (best.median_us, best.cublas_us) {
+            (Some(t), Some(c)) if t > 0.0 => Some(c / t),
+            _ => None,
+        };
+        let ideal = p.nm.m as f64 / p.nm.n as f64;
+        Self {
+            gpu: best.gpu.clone(),
+            m: p.m,
+            n: p.n,
+            k: p.k,
+            nm: p.nm.to_string(),
+            l: p.l,
+            kernel: best.config.name(),
+            config: best.config,
+            median_us: best.median_us,
+            effective_tflops: best.median_us.map(|t| p.dense_flops() / (t * 1e-6) / 1e12),
+            cublas_us: best.cublas_us,
+            speedup,
+            ideal_speedup: ideal,
+            fraction_of_ideal: speedup.map(|s| s / ideal),
+            source: best.source.as_str().to_string(),
+            verified: best.verified,
+        }
+    }
+}
+
+pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
+    let db = Database::open_read_only(&args.db)?;
+    let rows: Vec<ReportRow> = db.best_entries(args.gpu.as_deref())?.iter().map(ReportRow::from_best).collect();
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&rows)? + "\n",
+        Format::Csv => to_csv(&rows),
+        Format::Table => to_table(&rows),
+    };
+    print!("{text}");
+    Ok(())
+}
+
+fn opt(value: Option<f64>, decimals: usize) -> String {
+    value.map(|v| format!("{v:.decimals$}")).unwrap_or_else(|| "-".into())
+}
+
+fn to_csv(rows: &[ReportRow]) -> String {
+    let mut out = String::from("gpu,m,n,k,nm,l,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,source,verified\n");
+    for r in rows {
+        out += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
+            r.gpu, r.m, r.n, r.k, r.nm, r.l, r.kernel,
+            opt(r.median_us, 2), opt(r.effective_tflops, 2), opt(r.cublas_us, 2),
+            opt(r.speedup, 3), r.ideal_speedup, opt(r.fraction_of_ideal, 3), r.source, r.verified
+        );
+    }
+    out
+}
+
+fn to_table(rows: &[ReportRow]) -> String {
+    if rows.is_empty() {
+        return "no entries\n".into();
+    }
+    let mut out = format!(
+        "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
+        "gpu", "m", "n", "k", "N:M", "L", "median_us", "eff_TF/s", "cublas_us", "speedup", "ideal%", "source", "ok", "kernel"
+    );
+    for r in rows {
+        out += &format!(
+            "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
+            r.gpu, r.m, r.n, r.k, r.nm, r.l,
+            opt(r.median_us, 1), opt(r.effective_tflops, 2), opt(r.cublas_us, 1),
+            opt(r.speedup, 2), opt(r.fraction_of_ideal.map(|f| f * 100.0), 1),
+            r.source, if r.verified { "yes" } else { "no" }, r.kernel
+        );
+    }
+    out
+}

@@ -1,0 +1,397 @@
+//! The real GPU, through cudarc: device properties, support kernels, cuBLAS and event timing.
+//!
+//! cudarc loads libcuda, libcublas and libnvrtc at run time and panics when one is missing, so
+//! every entry point checks for the library first and turns its absence into a [`GpuError`].
+
+use super::GpuProfile;
+use crate::codegen::nvrtc;
+use cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
+    PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Errors of the GPU layer.
+#[derive(Debug, Error)]
+pub enum GpuError {
+    #[error("no NVIDIA driver found (libcuda.so could not be loaded): this machine has no usable GPU")]
+    DriverMissing,
+    #[error("no CUDA device found (driver loaded, {0} devices)")]
+    NoDevice(i32),
+    #[error("cuBLAS (libcublas.so) not found: install the CUDA toolkit and put its lib64 on LD_LIBRARY_PATH")]
+    CublasMissing,
+    #[error("CUDA driver error while {what}: {detail}")]
+    Driver { what: String, detail: String },
+    #[error("cuBLAS error while {what}: {detail}")]
+    Cublas { what: String, detail: String },
+    #[error(transparent)]
+    Codegen(#[from] crate::codegen::CodegenError),
+}
+
+pub(crate) fn driver_err(what: impl Into<String>) -> impl FnOnce(DriverError) -> GpuError {
+    let what = what.into();
+    move |e| GpuError::Driver {
+        what,
+        detail: e.to_string(),
+    }
+}
+
+/// Whether libcuda can be loaded (without panicking).
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen the library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+const SUPPORT_SOURCE: &str = include_str!("support.cu");
+
+/// Kernels of `support.cu`, compiled for the device at open time.
+struct SupportKernels {
+    fill_uniform: CudaFunction,
+    decompress: CudaFunction,
+    error_sums: CudaFunction,
+    poison: CudaFunction,
+    _module: Arc<CudaModule>,
+}
+
+/// One opened GPU: context, stream, cuBLAS handle, support kernels and its profile.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    blas: CudaBlas,
+    support: SupportKernels,
+    profile: GpuProfile,
+}
+
+impl Gpu {
+    /// Open device `ordinal`, read its profile, compile the support kernels.
+    pub fn open(ordinal: usize) -> Result<Self, GpuError> {
+        if !driver_present() {
+            return Err(GpuError::DriverMissing);
+        }
+        let count = CudaContext::device_count().map_err(driver_err("counting devices"))?;
+        if count <= ordinal as i32 {
+            return Err(GpuError::NoDevice(count));
+        }
+        // SAFETY: only tries to dlopen the library.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(GpuError::CublasMissing);
+        }
+        nvrtc::nvrtc_available()?;
+        let ctx = CudaContext::new(ordinal).map_err(driver_err("creating a context"))?;
+        // One stream, ordered by construction: cudarc's per-buffer event tracking would only add
+        // event records between timed launches.
+        // SAFETY: every buffer of nmtune is used on this single stream.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let profile = read_profile(&ctx)?;
+        let blas = CudaBlas::new(stream.clone()).map_err(|e| GpuError::Cublas {
+            what: "creating a handle".into(),
+            detail: e.to_string(),
+        })?;
+        // FP32 compute, no TF32: the baseline the design card fixes.
+        // SAFETY: valid handle; the mode is a plain enum.
+        let status = unsafe {
+            blas_sys::cublasSetMathMode(*blas.handle(), blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH)
+        };
+        if status != blas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(GpuError::Cublas {
+                what: "setting FP32 math mode".into(),
+                detail: format!("{status:?}"),
+            });
+        }
+        let support = compile_support(&ctx, &profile)?;
+        Ok(Self {
+            ctx,
+            stream,
+            blas,
+            support,
+            profile,
+        })
+    }
+
+    pub fn profile(&self) -> &GpuProfile {
+        &self.profile
+    }
+
+    /// Load a compiled cubin into this context.
+    pub fn load_module(&self, cubin: &[u8]) -> Result<Arc<CudaModule>, GpuError> {
+        self.ctx
+            .load_module(Ptx::from_binary(cubin.to_vec()))
+            .map_err(driver_err("loading a module"))
+    }
+
+    pub fn alloc(&self, len: usize) -> Result<CudaSlice<f32>, GpuError> {
+        // SAFETY: every buffer is written (fill, upload or kernel) before it is read.
+        unsafe { self.stream.alloc::<f32>(len.max(1)) }.map_err(driver_err("allocating device memory"))
+    }
+
+    pub fn upload<T: cudarc::driver::DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
+        if host.is_empty() {
+            // SAFETY: a one-element placeholder that kernels never read.
+            return unsafe { self.stream.alloc::<T>(1) }.map_err(driver_err("allocating"));
+        }
+        self.stream.clone_htod(host).map_err(driver_err("copying to the device"))
+    }
+
+    pub fn download(&self, dev: &CudaSlice<f32>) -> Result<Vec<f32>, GpuError> {
+        self.stream.clone_dtoh(dev).map_err(driver_err("copying from the device"))
+    }
+
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.stream.synchronize().map_err(driver_err("synchronizing (a kernel may have faulted)"))
+    }
+
+    /// Err when the context holds a sticky error (a kernel faulted): it cannot run more work.
+    pub fn check_healthy(&self) -> Result<(), GpuError> {
+        self.ctx.check_err().map_err(driver_err("checking the context"))?;
+        self.synchronize()
+    }
+
+    fn grid_for(&self, count: usize) -> LaunchConfig {
+        let blocks = count.div_ceil(256).clamp(1, self.profile.sm_count as usize * 8);
+        LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Fill with uniform values in [-1, 1) derived from `seed` (never zeros).
+    pub fn fill_uniform(&self, buf: &mut CudaSlice<f32>, seed: u32) -> Result<(), GpuError> {
+        let count = buf.len() as u64;
+        let cfg = self.grid_for(buf.len());
+        let mut launch = self.stream.launch_builder(&self.support.fill_uniform);
+        launch.arg(buf).arg(&count).arg(&seed);
+        // SAFETY: signature matches support.cu.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("filling random data"))?;
+        Ok(())
+    }
+
+    /// Fill with NaN so that unwritten outputs fail verification.
+    pub fn poison(&self, buf: &mut CudaSlice<f32>) -> Result<(), GpuError> {
+        let count = buf.len() as u64;
+        let cfg = self.grid_for(buf.len());
+        let mut launch = self.stream.launch_builder(&self.support.poison);
+        launch.arg(buf).arg(&count);
+        // SAFETY: signature matches support.cu.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("poisoning a buffer"))?;
+        Ok(())
+    }
+
+    /// dense (k×n, row-major) from B' and D (raw window positions as i32).
+    #[allow(clippy::too_many_arguments)]
+    pub fn decompress(
+        &self,
+        values: &CudaSlice<f32>,
+        indices: &CudaSlice<i32>,
+        dense: &mut CudaSlice<f32>,
+        w: usize,
+        n: usize,
+        nm: crate::problem::NmPattern,
+        l: usize,
+    ) -> Result<(), GpuError> {
+        self.stream.memset_zeros(dense).map_err(driver_err("zeroing"))?;
+        let (w32, n32, q32) = (w as i32, n as i32, (n / l) as i32);
+        let (nn, mm, l32) = (nm.n as i32, nm.m as i32, l as i32);
+        let cfg = self.grid_for(w * n);
+        let mut launch = self.stream.launch_builder(&self.support.decompress);
+        launch.arg(values).arg(indices).arg(dense);
+        launch.arg(&w32).arg(&n32).arg(&q32).arg(&nn).arg(&mm).arg(&l32);
+        // SAFETY: signature matches support.cu; buffers sized w×n, w×q, k×n.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("decompressing the weight"))?;
+        Ok(())
+    }
+
+    /// ‖got − want‖₂ / ‖want‖₂ over `count` elements, computed on the device in f64.
+    /// Any non-finite value in `got` gives infinity.
+    pub fn relative_error(
+        &self,
+        got: &CudaSlice<f32>,
+        want: &CudaSlice<f32>,
+        count: usize,
+    ) -> Result<f64, GpuError> {
+        let mut sums = self
+            .stream
+            .alloc_zeros::<f64>(3)
+            .map_err(driver_err("allocating"))?;
+        let count64 = count as u64;
+        let cfg = self.grid_for(count);
+        let mut launch = self.stream.launch_builder(&self.support.error_sums);
+        launch.arg(got).arg(want).arg(&count64).arg(&mut sums);
+        // SAFETY: signature matches support.cu.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("computing the error"))?;
+        let host = self
+            .stream
+            .clone_dtoh(&sums)
+            .map_err(driver_err("reading the error"))?;
+        Ok(relative_error_from_sums(host[0], host[1], host[2]))
+    }
+
+    /// Row-major C (m×n) = A (m×k) · B (k×n) with cuBLAS SGEMM, FP32 compute, no TF32.
+    pub fn sgemm_row_major(
+        &self,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        c: &mut CudaSlice<f32>,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<(), GpuError> {
+        // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: pass B first.
+        let cfg = GemmConfig {
+            transa: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+            transb: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+            m: n as i32,
+            n: m as i32,
+            k: k as i32,
+            alpha: 1.0f32,
+            lda: n as i32,
+            ldb: k as i32,
+            beta: 0.0f32,
+            ldc: n as i32,
+        };
+        // SAFETY: buffer sizes checked by the caller (k×n, m×k, m×n).
+        unsafe { self.blas.gemm(cfg, b, a, c) }.map_err(|e| GpuError::Cublas {
+            what: "running SGEMM".into(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// Time `runs` back-to-back calls of `launch` with CUDA events (timing enabled), after
+    /// `warmup` untimed calls. Returns each call's milliseconds.
+    pub fn time_each(
+        &self,
+        warmup: usize,
+        runs: usize,
+        mut launch: impl FnMut(usize) -> Result<(), GpuError>,
+    ) -> Result<Vec<f64>, GpuError> {
+        for i in 0..warmup {
+            launch(i)?;
+        }
+        let mut events = Vec::with_capacity(runs + 1);
+        events.push(self.timing_event()?);
+        for i in 0..runs {
+            launch(warmup + i)?;
+            events.push(self.timing_event()?);
+        }
+        self.synchronize()?;
+        events
+            .windows(2)
+            .map(|pair| {
+                pair[0]
+                    .elapsed_ms(&pair[1])
+                    .map(|ms| ms as f64)
+                    .map_err(driver_err("reading event times"))
+            })
+            .collect()
+    }
+
+    fn timing_event(&self) -> Result<cudarc::driver::CudaEvent, GpuError> {
+        // record_event(None) would disable timing; ask for CU_EVENT_DEFAULT explicitly.
+        self.stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(driver_err("recording an event"))
+    }
+}
+
+/// The relative L2 error from the three device sums; non-finite output is infinitely wrong.
+pub fn relative_error_from_sums(diff2: f64, ref2: f64, non_finite: f64) -> f64 {
+    if non_finite > 0.0 || !diff2.is_finite() {
+        return f64::INFINITY;
+    }
+    if ref2 == 0.0 {
+        return if diff2 == 0.0 { 0.0 } else { f64::INFINITY };
+    }
+    (diff2 / ref2).sqrt()
+}
+
+fn compile_support(ctx: &Arc<CudaContext>, profile: &GpuProfile) -> Result<SupportKernels, GpuError> {
+    let source = crate::codegen::render::KernelSource {
+        name: "nmtune_support".into(),
+        reduce_name: None,
+        source: SUPPORT_SOURCE.to_string(),
+    };
+    let compiled = nvrtc::compile(&source, &profile.arch())?;
+    let module = ctx
+        .load_module(Ptx::from_binary(compiled.cubin))
+        .map_err(driver_err("loading support kernels"))?;
+    let load = |name: &str| module.load_function(name).map_err(driver_err(format!("loading {name}")));
+    Ok(SupportKernels {
+        fill_uniform: load("nmtune_fill_uniform")?,
+        decompress: load("nmtune_decompress")?,
+        error_sums: load("nmtune_error_sums")?,
+        poison: load("nmtune_poison")?,
+        _module: module.clone(),
+    })
+}
+
+/// Read the resource limits and ceilings off the device; the short name comes from the
+/// built-in table when the marketing name matches one.
+fn read_profile(ctx: &Arc<CudaContext>) -> Result<GpuProfile, GpuError> {
+    let attr = |a: Attr| ctx.attribute(a).map_err(driver_err("reading device attributes"));
+    let full_name = ctx.name().map_err(driver_err("reading the device name"))?;
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(driver_err("reading the compute capability"))?;
+    let mem_clock_khz = attr(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as f64;
+    let bus_bits = attr(Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as f64;
+    let builtin = short_name_for(&full_name).and_then(GpuProfile::builtin);
+    let read_gbps = 2.0 * mem_clock_khz * 1e3 * bus_bits / 8.0 / 1e9;
+    Ok(GpuProfile {
+        name: builtin
+            .as_ref()
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| sanitize_name(&full_name)),
+        full_name,
+        compute_capability: (major as u32, minor as u32),
+        sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        smem_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+        smem_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
+        regs_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)? as u32,
+        max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
+        max_blocks_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)? as u32,
+        fp32_lanes_per_sm: if (major, minor) == (8, 0) { 64 } else { 128 },
+        clock_mhz: (attr(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000) as u32,
+        // Data-sheet bandwidth where the GPU is known: clock × bus width overstates HBM parts.
+        dram_gbps: builtin.as_ref().map(|p| p.dram_gbps).unwrap_or(read_gbps),
+        l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+    })
+}
+
+/// "NVIDIA H100 80GB HBM3" → "h100"; None for GPUs without a built-in profile.
+pub fn short_name_for(full_name: &str) -> Option<&'static str> {
+    let upper = full_name.to_ascii_uppercase();
+    [("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("4090", "4090"), ("3090", "3090")]
+        .into_iter()
+        .find(|(needle, _)| upper.contains(needle))
+        .map(|(_, short)| short)
+}
+
+fn sanitize_name(full_name: &str) -> String {
+    full_name
+        .to_ascii_lowercase()
+        .replace("nvidia", "")
+        .trim()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_names_map_to_profiles() {
+        assert_eq!(short_name_for("NVIDIA H100 80GB HBM3"), Some("h100"));
+        assert_eq!(short_name_for("NVIDIA H200"), Some("h200"));
+        assert_eq!(short_name_for("NVIDIA GeForce RTX 4090"), Some("4090"));
+        assert_eq!(short_name_for("Tesla V100"), None);
+    }
+
+    #[test]
+    fn error_sums_treat_nan_as_wrong() {
+        assert_eq!(relative_error_from_sums(0.0, 4.0, 1.0), f64::INFINITY);
+        assert!((relative_error_from_sums(1.0, 4.0, 0.0) - 0.5).abs() < 1e-12);
+    }
+}

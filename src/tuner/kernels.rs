@@ -1,0 +1,118 @@
+//! Compiled kernels loaded on the GPU, keyed by the kernel they were compiled from, and the
+//! one launch path every caller (tuner, runtime, tests) uses.
+
+use crate::codegen::{self, KernelConfig};
+use crate::gpu::device::driver_err;
+use crate::gpu::{Gpu, GpuError};
+use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+/// A generated kernel ready to launch: main function and, for split-K, its reduction.
+pub struct LoadedKernel {
+    pub config: KernelConfig,
+    main: CudaFunction,
+    reduce: Option<CudaFunction>,
+    _module: Arc<CudaModule>,
+}
+
+/// Device buffers of one problem instance, borrowed for a launch.
+pub struct LaunchBuffers<'a> {
+    pub a: &'a CudaSlice<f32>,
+    pub b_values: &'a CudaSlice<f32>,
+    /// Raw window positions (non-packing) or packed slots (packing), i32, w×q.
+    pub indices: &'a CudaSlice<i32>,
+    pub col_info: &'a CudaSlice<i32>,
+    pub col_count: &'a CudaSlice<i32>,
+    pub c: &'a mut CudaSlice<f32>,
+    /// At least split_k·m·n floats when split_k > 1.
+    pub workspace: &'a mut CudaSlice<f32>,
+}
+
+impl LoadedKernel {
+    /// Load `cubin` (compiled from `source`) and prepare it for `config`'s shared memory.
+    pub fn load(
+        gpu: &Gpu,
+        config: KernelConfig,
+        source: &codegen::render::KernelSource,
+        cubin: &[u8],
+    ) -> Result<Self, GpuError> {
+        let module = gpu.load_module(cubin)?;
+        let main = module
+            .load_function(&source.name)
+            .map_err(driver_err(format!("loading {}", source.name)))?;
+        main.set_attribute(
+            FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            config.smem_bytes() as i32,
+        )
+        .map_err(driver_err(format!("opting {} into {} B of shared memory", source.name, config.smem_bytes())))?;
+        let reduce = match &source.reduce_name {
+            Some(name) if config.split_k > 1 => Some(
+                module
+                    .load_function(name)
+                    .map_err(driver_err(format!("loading {name}")))?,
+            ),
+            _ => None,
+        };
+        Ok(Self {
+            config,
+            main,
+            reduce,
+            _module: module,
+        })
+    }
+
+    /// Workspace floats this kernel needs for an m×n output.
+    pub fn workspace_len(&self, m: usize, n: usize) -> usize {
+        if self.config.split_k > 1 {
+            self.config.split_k as usize * m * n
+        } else {
+            0
+        }
+    }
+
+    /// Enqueue `C = alpha·A⊗(B',D) + beta·C` on the GPU's stream (asynchronous).
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        bufs: LaunchBuffers<'_>,
+        (m, n, k): (usize, usize, usize),
+        alpha: f32,
+        beta: f32,
+    ) -> Result<(), GpuError> {
+        let cfg = &self.config;
+        let grid = LaunchConfig {
+            grid_dim: (
+                n.div_ceil(cfg.n_s as usize) as u32,
+                m.div_ceil(cfg.m_s as usize) as u32,
+                cfg.split_k,
+            ),
+            block_dim: (cfg.threads(), 1, 1),
+            shared_mem_bytes: cfg.smem_bytes(),
+        };
+        let (m32, n32, k32) = (m as i32, n as i32, k as i32);
+        let mut main = gpu.stream.launch_builder(&self.main);
+        main.arg(bufs.a).arg(bufs.b_values).arg(bufs.indices);
+        main.arg(bufs.col_info).arg(bufs.col_count);
+        main.arg(&mut *bufs.c).arg(&mut *bufs.workspace);
+        main.arg(&m32).arg(&n32).arg(&k32).arg(&alpha).arg(&beta);
+        // SAFETY: argument list matches the kernel ABI of codegen; sizes checked by callers.
+        unsafe { main.launch(grid) }.map_err(driver_err(format!("launching {}", cfg.name())))?;
+        if let Some(reduce) = &self.reduce {
+            let split = cfg.split_k as i32;
+            let blocks = (m * n).div_ceil(4 * 256).max(1) as u32;
+            let grid = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut launch = gpu.stream.launch_builder(reduce);
+            launch.arg(&*bufs.workspace).arg(bufs.c);
+            launch.arg(&m32).arg(&n32).arg(&split).arg(&alpha).arg(&beta);
+            // SAFETY: matches the `_reduce` ABI.
+            unsafe { launch.launch(grid) }
+                .map_err(driver_err(format!("launching {}_reduce", cfg.name())))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! The runner: verify and time candidate kernels for one problem against cuBLAS SGEMM on the
+//! same inputs, in the same process.
+
+use super::kernels::{LaunchBuffers, LoadedKernel};
+use super::workload::{Activations, DeviceWeight, WorkloadError};
+use crate::gpu::{Gpu, GpuError};
+use crate::problem::Problem;
+
+/// A candidate's output must be this close to cuBLAS's on the same inputs, in relative L2
+/// norm. Both sum w = k·N/M FP32 products in different orders, which lands near
+/// sqrt(w)·2⁻²⁴ ≈ 5e-6 at w = 8192; one wrong index or a missed tile is O(1).
+pub const MAX_RELATIVE_ERROR: f64 = 1e-4;
+
+/// How long to time: warm-up launches, then `runs` timed launches (median kept).
+#[derive(Debug, Clone, Copy)]
+pub struct TimingPlan {
+    pub warmup: usize,
+    pub runs: usize,
+    /// After `probe_runs` timed launches, give up on a candidate slower than
+    /// `abandon_factor` × the best so far.
+    pub probe_runs: usize,
+    pub abandon_factor: f64,
+}
+
+impl Default for TimingPlan {
+    fn default() -> Self {
+        Self {
+            warmup: 2,
+            runs: 10,
+            probe_runs: 3,
+            abandon_factor: 1.5,
+        }
+    }
+}
+
+/// Median and minimum of a set of times, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    pub median_us: f64,
+    pub min_us: f64,
+    pub runs: u32,
+}
+
+impl Timing {
+    pub fn from_ms(times_ms: &[f64]) -> Self {
+        let mut us: Vec<f64> = times_ms.iter().map(|t| t * 1e3).collect();
+        us.sort_by(f64::total_cmp);
+        let mid = us.len() / 2;
+        let median_us = if us.len() % 2 == 0 && !us.is_empty() {
+            (us[mid - 1] + us[mid]) / 2.0
+        } else {
+            us.get(mid).copied().unwrap_or(f64::NAN)
+        };
+        Self {
+            median_us,
+            min_us: us.first().copied().unwrap_or(f64::NAN),
+            runs: us.len() as u32,
+        }
+    }
+}
+
+/// What happened to one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Timed { timing: Timing, rel_error: f64 },
+    Wrong { rel_error: f64 },
+    Abandoned { timing: Timing, rel_error: f64 },
+    LaunchFailed(String),
+}
+
+/// One problem instance on the GPU, with its cuBLAS reference output computed.
+pub struct Bench<'w> {
+    pub problem: Problem,
+    pub weight: &'w mut DeviceWeight,
+    pub acts: Activations,
+}
+
+impl<'w> Bench<'w> {
+    pub fn new(gpu: &Gpu, problem: Problem, weight: &'w mut DeviceWeight, max_split_k: usize, seed: u32) -> Result<Self, WorkloadError> {
+        let acts = Activations::random(gpu, &problem, max_split_k * problem.m * problem.n, seed)?;
+        let mut bench = Self { problem, weight, acts };
+        let shape = bench.shape();
+        gpu.sgemm_row_major(&bench.acts.a_sets[0], &bench.weight.dense, &mut bench.acts.reference, shape)?;
+        Ok(bench)
+    }
+
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.problem.m, self.problem.n, self.problem.k)
+    }
+
+    /// Time cuBLAS SGEMM (FP32, no TF32) on the dense decompressed weight, rotating inputs.
+    pub fn time_cublas(&mut self, gpu: &Gpu, plan: TimingPlan) -> Result<Timing, GpuError> {
+        let shape = self.shape();
+        let sets = self.acts.sets();
+        let (a_sets, c_sets, dense) = (&self.acts.a_sets, &mut self.acts.c_sets, &self.weight.dense);
+        let times = gpu.time_each(plan.warmup, plan.runs, |i| {
+            gpu.sgemm_row_major(&a_sets[i % sets], dense, &mut c_sets[i % sets], shape)
+        })?;
+        Ok(Timing::from_ms(&times))
+    }
+
+    /// Verify `kernel` on set 0 against cuBLAS, then time it over the rotating sets.
+    pub fn measure(&mut self, gpu: &Gpu, kernel: &LoadedKernel, plan: TimingPlan, best_us: Option<f64>) -> Result<Outcome, GpuError> {
+        let rel_error = match self.verify(gpu, kernel) {
+            Ok(err) => err,
+            Err(e) => {
+                // A launch that fails cleanly leaves the context usable; a fault does not.
+                gpu.check_healthy()?;
+                return Ok(Outcome::LaunchFailed(e.to_string()));
+            }
+        };
+        if rel_error.is_nan() || rel_error > MAX_RELATIVE_ERROR {
+            return Ok(Outcome::Wrong { rel_error });
+        }
+        let probe = self.time(gpu, kernel, plan.warmup, plan.probe_runs)?;
+        if let Some(best) = best_us {
+            if probe.min_us > plan.abandon_factor * best {
+                return Ok(Outcome::Abandoned { timing: probe, rel_error });
+            }
+        }
+        let timing = self.time(gpu, kernel, 0, plan.runs)?;
+        Ok(Outcome::Timed { timing, rel_error })
+    }
+
+    /// Relative error of one launch (alpha = 1, beta = 0, C poisoned first) against cuBLAS.
+    pub fn verify(&mut self, gpu: &Gpu, kernel: &LoadedKernel) -> Result<f64, GpuError> {
+        gpu.poison(&mut self.acts.c_sets[0])?;
+        self.launch(gpu, kernel, 0)?;
+        gpu.synchronize()?;
+        let count = self.problem.m * self.problem.n;
+        gpu.relative_error(&self.acts.c_sets[0], &self.acts.reference, count)
+    }
+
+    fn time(&mut self, gpu: &Gpu, kernel: &LoadedKernel, warmup: usize, runs: usize) -> Result<Timing, GpuError> {
+        let sets = self.acts.sets();
+        let times = gpu.time_each(warmup, runs, |i| self.launch(gpu, kernel, i % sets))?;
+        Ok(Timing::from_ms(&times))
+    }
+
+    fn launch(&mut self, gpu: &Gpu, kernel: &LoadedKernel, set: usize) -> Result<(), GpuError> {
+        let cfg = kernel.config;
+        let shape = self.shape();
+        let (indices, col_info, col_count) = if cfg.packing {
+            let info = self
+                .weight
+                .col_info(gpu, cfg.k_s, cfg.n_s)
+                .map_err(|e| GpuError::Driver { what: "building col_info".into(), detail: e.to_string() })?;
+            (&info.packed_indices, &info.columns, &info.counts)
+        } else {
+            (&self.weight.indices, &self.weight.indices, &self.weight.indices)
+        };
+        let bufs = LaunchBuffers {
+            a: &self.acts.a_sets[set],
+            b_values: &self.weight.values,
+            indices,
+            col_info,
+            col_count,
+            c: &mut self.acts.c_sets[set],
+            workspace: &mut self.acts.workspace,
+        };
+        kernel.launch(gpu, bufs, shape, 1.0, 0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_even_and_odd_counts() {
+        let t = Timing::from_ms(&[3.0, 1.0, 2.0]);
+        assert_eq!((t.median_us, t.min_us, t.runs), (2000.0, 1000.0, 3));
+        let t = Timing::from_ms(&[4.0, 1.0, 2.0, 3.0]);
+        assert_eq!(t.median_us, 2500.0);
+    }
+}

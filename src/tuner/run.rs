@@ -1,0 +1,316 @@
+//! The tuning loop: problems grouped by weight, candidates built once, each result stored as
+//! soon as it is measured.
+
+use super::build::{build_all, BuildResult};
+use super::kernels::LoadedKernel;
+use super::measure::{Bench, Outcome, TimingPlan};
+use super::search::{candidates, Strategy};
+use super::workload::DeviceWeight;
+use super::{model, TuneError};
+use crate::codegen::{enumerate::compile_key, render::template_checksum, KernelConfig};
+use crate::db::{Database, Measurement, Source, Status};
+use crate::gpu::{Gpu, GpuProfile};
+use crate::problem::Problem;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Settings of one tuning run.
+#[derive(Debug, Clone)]
+pub struct TuneOptions {
+    pub strategy: Strategy,
+    pub plan: TimingPlan,
+    pub quiet: bool,
+    /// NVRTC output cache.
+    pub cache_dir: PathBuf,
+    /// Seed of the random inputs.
+    pub seed: u64,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default)]
+pub struct TuneSummary {
+    pub problems_total: usize,
+    pub problems_skipped: usize,
+    pub problems_tuned: usize,
+    pub candidates_timed: usize,
+    pub candidates_failed: usize,
+    pub elapsed_s: f64,
+}
+
+/// Everything a measurement row shares within one run.
+struct RunContext<'a> {
+    gpu_name: String,
+    checksum: &'static str,
+    source: Source,
+    db: &'a Database,
+}
+
+impl RunContext<'_> {
+    fn row(&self, problem: &Problem, config: &KernelConfig, status: Status) -> Measurement {
+        Measurement {
+            gpu: self.gpu_name.clone(),
+            problem: *problem,
+            config: *config,
+            status,
+            error: None,
+            median_us: None,
+            min_us: None,
+            runs: 0,
+            verified: false,
+            max_rel_error: None,
+            cublas_us: None,
+            registers: None,
+            spill_bytes: None,
+            template_checksum: self.checksum.to_string(),
+            source: self.source,
+            tool_version: crate::TOOL_VERSION.to_string(),
+            created_at: chrono::Utc::now().to_rfc3339(),
+        }
+    }
+}
+
+fn progress(total: usize, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} problems, ETA {eta} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Problems not yet finished on this GPU with this template checksum.
+fn pending(db: &Database, gpu: &str, problems: &[Problem], source: Source) -> Result<Vec<Problem>, TuneError> {
+    let mut left = Vec::new();
+    for p in problems {
+        if !db.is_problem_done(gpu, p, template_checksum(), source)? {
+            left.push(*p);
+        }
+    }
+    Ok(left)
+}
+
+/// Fill the database from the performance model alone: no GPU needed.
+pub fn tune_with_model(profile: &GpuProfile, problems: &[Problem], db: &Database, quiet: bool) -> Result<TuneSummary, TuneError> {
+    let started = Instant::now();
+    db.upsert_gpu(profile)?;
+    let ctx = RunContext { gpu_name: profile.name.clone(), checksum: template_checksum(), source: Source::Model, db };
+    let todo = pending(db, &profile.name, problems, Source::Model)?;
+    let bar = progress(todo.len(), quiet);
+    let mut rows = Vec::with_capacity(todo.len());
+    for problem in &todo {
+        if let Some(best) = candidates(problem, profile, Strategy::Exhaustive).first() {
+            let predicted_us = model::predict(best, problem, profile).time_s * 1e6;
+            let mut row = ctx.row(problem, best, Status::Ok);
+            row.median_us = Some(predicted_us);
+            row.min_us = Some(predicted_us);
+            rows.push(row);
+        }
+        bar.inc(1);
+    }
+    ctx.db.record_all(&rows)?;
+    for problem in &todo {
+        db.mark_problem_done(&profile.name, problem, template_checksum(), Strategy::Model.as_str(), Source::Model)?;
+    }
+    bar.finish_and_clear();
+    Ok(TuneSummary {
+        problems_total: problems.len(),
+        problems_skipped: problems.len() - todo.len(),
+        problems_tuned: todo.len(),
+        candidates_timed: 0,
+        candidates_failed: 0,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Tune every problem on the GPU, resuming where an earlier run stopped.
+pub fn tune_on_gpu(gpu: &Gpu, problems: &[Problem], db: &Database, opts: &TuneOptions) -> Result<TuneSummary, TuneError> {
+    let started = Instant::now();
+    let profile = gpu.profile().clone();
+    db.upsert_gpu(&profile)?;
+    let ctx = RunContext { gpu_name: profile.name.clone(), checksum: template_checksum(), source: Source::Measured, db };
+    let todo = pending(db, &profile.name, problems, Source::Measured)?;
+    let plans: Vec<(Problem, Vec<KernelConfig>)> =
+        todo.iter().map(|p| (*p, candidates(p, &profile, opts.strategy))).collect();
+    let all_configs: Vec<KernelConfig> = plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+    if !opts.quiet {
+        eprintln!(
+            "nmtune: {} problems to tune ({} already done), {} candidates, compiling for {}",
+            todo.len(),
+            problems.len() - todo.len(),
+            all_configs.len(),
+            profile.arch()
+        );
+    }
+    let built = build_all(&all_configs, &profile.arch(), &opts.cache_dir);
+
+    let mut summary = TuneSummary {
+        problems_total: problems.len(),
+        problems_skipped: problems.len() - todo.len(),
+        ..Default::default()
+    };
+    let bar = progress(todo.len(), opts.quiet);
+    let mut loaded: HashMap<KernelConfig, LoadedKernel> = HashMap::new();
+    for (weight_key, group) in group_by_weight(&plans) {
+        let mut weight = DeviceWeight::random(gpu, &weight_key, opts.seed)?;
+        for (problem, configs) in group {
+            tune_problem(gpu, &ctx, &mut weight, problem, configs, &built, &mut loaded, opts, &mut summary, &bar)?;
+            db.mark_problem_done(&ctx.gpu_name, problem, ctx.checksum, opts.strategy.as_str(), Source::Measured)?;
+            summary.problems_tuned += 1;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    summary.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Problems sharing (n, k, N:M, L) share one random weight; smallest m first.
+fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> BTreeMap<WeightKey, Vec<(&Problem, &Vec<KernelConfig>)>> {
+    let mut groups: BTreeMap<WeightKey, Vec<(&Problem, &Vec<KernelConfig>)>> = BTreeMap::new();
+    for (problem, configs) in plans {
+        groups.entry(WeightKey(*problem)).or_default().push((problem, configs));
+    }
+    for group in groups.values_mut() {
+        group.sort_by_key(|(p, _)| p.m);
+    }
+    groups
+}
+
+/// Orders and compares problems by their weight only.
+#[derive(Clone, Copy)]
+struct WeightKey(Problem);
+
+impl WeightKey {
+    fn tuple(&self) -> (usize, usize, u32, u32, usize) {
+        (self.0.n, self.0.k, self.0.nm.n, self.0.nm.m, self.0.l)
+    }
+}
+impl PartialEq for WeightKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.tuple() == other.tuple()
+    }
+}
+impl Eq for WeightKey {}
+impl PartialOrd for WeightKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for WeightKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.tuple().cmp(&other.tuple())
+    }
+}
+impl std::ops::Deref for WeightKey {
+    type Target = Problem;
+    fn deref(&self) -> &Problem {
+        &self.0
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tune_problem(
+    gpu: &Gpu,
+    ctx: &RunContext<'_>,
+    weight: &mut DeviceWeight,
+    problem: &Problem,
+    configs: &[KernelConfig],
+    built: &HashMap<String, BuildResult>,
+    loaded: &mut HashMap<KernelConfig, LoadedKernel>,
+    opts: &TuneOptions,
+    summary: &mut TuneSummary,
+    bar: &ProgressBar,
+) -> Result<(), TuneError> {
+    let already = ctx.db.measured_kernels(&ctx.gpu_name, problem, ctx.checksum, ctx.source)?;
+    let max_split = configs.iter().map(|c| c.split_k as usize).max().unwrap_or(1);
+    let mut bench = Bench::new(gpu, *problem, weight, max_split, opts.seed as u32 ^ problem.m as u32)?;
+    let cublas_us = bench.time_cublas(gpu, opts.plan)?.median_us;
+    let mut best_us: Option<f64> = None;
+    for config in configs.iter().filter(|c| !already.contains(&c.name())) {
+        let mut row = ctx.row(problem, config, Status::Ok);
+        row.cublas_us = Some(cublas_us);
+        match built.get(&compile_key(config).name()) {
+            Some(Ok(b)) => {
+                row.registers = b.compiled.registers;
+                row.spill_bytes = b.compiled.spill_bytes;
+                if !loaded.contains_key(config) {
+                    match LoadedKernel::load(gpu, *config, &b.source, &b.compiled.cubin) {
+                        Ok(k) => {
+                            loaded.insert(*config, k);
+                        }
+                        Err(e) => fail(&mut row, Status::LaunchFailed, e.to_string()),
+                    }
+                }
+            }
+            Some(Err(reason)) => fail(&mut row, Status::CompileFailed, reason.clone()),
+            None => fail(&mut row, Status::CompileFailed, "not built".into()),
+        }
+        if row.status == Status::Ok {
+            let kernel = &loaded[config];
+            let outcome = bench.measure(gpu, kernel, opts.plan, best_us).map_err(|e| {
+                let mut failed = row.clone();
+                fail(&mut failed, Status::LaunchFailed, e.to_string());
+                let _ = ctx.db.record(&failed);
+                TuneError::ContextLost { kernel: config.name(), problem: problem.to_string(), detail: e.to_string() }
+            })?;
+            apply_outcome(&mut row, outcome);
+        }
+        if row.status == Status::Ok {
+            summary.candidates_timed += 1;
+            best_us = best_us.min_or(row.median_us);
+            bar.set_message(format!("{problem}: best {:.1} µs, cuBLAS {cublas_us:.1} µs", best_us.unwrap_or(f64::NAN)));
+        } else {
+            summary.candidates_failed += 1;
+        }
+        ctx.db.record(&row)?;
+    }
+    Ok(())
+}
+
+fn fail(row: &mut Measurement, status: Status, reason: String) {
+    row.status = status;
+    row.error = Some(reason);
+}
+
+fn apply_outcome(row: &mut Measurement, outcome: Outcome) {
+    match outcome {
+        Outcome::Timed { timing, rel_error } => {
+            row.median_us = Some(timing.median_us);
+            row.min_us = Some(timing.min_us);
+            row.runs = timing.runs;
+            row.verified = true;
+            row.max_rel_error = Some(rel_error);
+        }
+        Outcome::Abandoned { timing, rel_error } => {
+            row.status = Status::Abandoned;
+            row.median_us = Some(timing.median_us);
+            row.min_us = Some(timing.min_us);
+            row.runs = timing.runs;
+            row.verified = true;
+            row.max_rel_error = Some(rel_error);
+        }
+        Outcome::Wrong { rel_error } => {
+            fail(row, Status::WrongResult, format!("relative error {rel_error:.3e} above {:.0e}", super::measure::MAX_RELATIVE_ERROR));
+            row.max_rel_error = Some(rel_error);
+        }
+        Outcome::LaunchFailed(reason) => fail(row, Status::LaunchFailed, reason),
+    }
+}
+
+trait MinOr {
+    fn min_or(self, other: Option<f64>) -> Option<f64>;
+}
+impl MinOr for Option<f64> {
+    fn min_or(self, other: Option<f64>) -> Option<f64> {
+        match (self, other) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}

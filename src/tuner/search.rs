@@ -1,0 +1,164 @@
+//! Search strategies: which configurations to time for a problem.
+
+use super::model;
+use crate::codegen::{enumerate, validate, KernelConfig, Pipeline, WarpLayout};
+use crate::gpu::GpuProfile;
+use crate::problem::Problem;
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// How candidates are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// The paper's rules prune the space, the model ranks what is left, Table I seeds join.
+    #[default]
+    Pruned,
+    /// Every valid configuration (slow candidates abandoned early).
+    Exhaustive,
+    /// Only the model's best few and their neighbours.
+    Model,
+}
+
+impl Strategy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Strategy::Pruned => "pruned",
+            Strategy::Exhaustive => "exhaustive",
+            Strategy::Model => "model",
+        }
+    }
+}
+
+/// Candidates the pruned strategy keeps after the model ranks them.
+const PRUNED_TOP: usize = 6;
+/// Candidates the model strategy keeps before adding neighbours.
+const MODEL_TOP: usize = 3;
+/// Sparsity above which packing is tried (paper §III-A: the bound shifts near 70 %).
+const PACKING_MIN_SPARSITY: f64 = 0.70;
+
+/// Configurations to time for `problem` on `gpu`, best predicted first.
+pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Vec<KernelConfig> {
+    let space: Vec<KernelConfig> = enumerate::search_space(problem.nm, problem.l as u32, gpu)
+        .into_iter()
+        .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
+        .collect();
+    match strategy {
+        Strategy::Exhaustive => ranked(space, problem, gpu),
+        Strategy::Pruned => {
+            let kept: Vec<_> = space.into_iter().filter(|c| paper_rules(c, problem, gpu)).collect();
+            let mut picked: Vec<_> = ranked(kept, problem, gpu).into_iter().take(PRUNED_TOP).collect();
+            for seed in table_one_seeds(problem, gpu) {
+                if !picked.contains(&seed) {
+                    picked.push(seed);
+                }
+            }
+            picked
+        }
+        Strategy::Model => {
+            let ranked_all = ranked(space, problem, gpu);
+            let mut picked: Vec<KernelConfig> = ranked_all.iter().take(MODEL_TOP).copied().collect();
+            let neighbours: Vec<KernelConfig> = ranked_all
+                .iter()
+                .filter(|c| picked.iter().any(|p| is_neighbour(p, c)))
+                .copied()
+                .collect();
+            for cfg in neighbours {
+                if !picked.contains(&cfg) {
+                    picked.push(cfg);
+                }
+            }
+            picked
+        }
+    }
+}
+
+/// Sort by predicted time, fastest first (name breaks ties so the order is reproducible).
+pub fn ranked(mut configs: Vec<KernelConfig>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let mut keyed: Vec<(f64, KernelConfig)> = configs
+        .drain(..)
+        .map(|c| (model::predict(&c, problem, gpu).time_s, c))
+        .collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name().cmp(&b.1.name())));
+    keyed.into_iter().map(|(_, c)| c).collect()
+}
+
+/// The paper's pruning rules: packing only at high sparsity, split-K only when the grid
+/// cannot fill the GPU, thread tiles of at least 4×8, a pipeline that overlaps loads.
+fn paper_rules(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
+    let sparse = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
+    if cfg.packing && !sparse {
+        return false;
+    }
+    let tiles = problem.m.div_ceil(cfg.m_s as usize) * problem.n.div_ceil(cfg.n_s as usize);
+    if cfg.split_k > 1 && tiles >= 2 * gpu.sm_count as usize {
+        return false;
+    }
+    cfg.m_t * cfg.n_t >= 32 && cfg.pipeline != Pipeline::Single
+}
+
+/// Differs from `a` in exactly one parameter.
+fn is_neighbour(a: &KernelConfig, b: &KernelConfig) -> bool {
+    let diffs = [
+        a.m_s != b.m_s,
+        a.n_s != b.n_s,
+        a.k_s != b.k_s,
+        a.m_t != b.m_t,
+        a.n_t != b.n_t,
+        a.warp != b.warp,
+        a.packing != b.packing,
+        a.pipeline != b.pipeline,
+        a.split_k != b.split_k,
+    ];
+    diffs.iter().filter(|d| **d).count() == 1
+}
+
+/// NM-SpMM Table I (small 32×32/4×4, medium 32×64/8×4, large 64×128/8×8) with the largest
+/// k_s that validates: the "no database yet" default and a seed for every search.
+pub fn table_one_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let size_class = table_one_class(problem);
+    table_one_config(size_class, problem, gpu).into_iter().collect()
+}
+
+/// Small, medium or large by the paper's Table II examples (512², 1024–2048, ≥ 2048·4096).
+pub fn table_one_class(problem: &Problem) -> usize {
+    let work = problem.m as f64 * problem.n as f64;
+    if work <= 512.0 * 1024.0 {
+        0
+    } else if work <= 1024.0 * 2048.0 {
+        1
+    } else {
+        2
+    }
+}
+
+/// The Table I configuration of a size class, with the largest valid k_s (None if none fits).
+pub fn table_one_config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    let (m_s, n_s, m_t, n_t, warp) = [
+        (32, 32, 4, 4, WarpLayout::new(8, 4)),
+        (32, 64, 8, 4, WarpLayout::new(4, 8)),
+        (64, 128, 8, 8, WarpLayout::new(4, 8)),
+    ][class.min(2)];
+    let m_window = problem.nm.m;
+    let packing = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
+    (1..=256 / m_window)
+        .rev()
+        .map(|mult| KernelConfig {
+            m_s,
+            n_s,
+            k_s: mult * m_window,
+            m_t,
+            n_t,
+            warp,
+            nm: problem.nm,
+            l: problem.l as u32,
+            packing,
+            pipeline: Pipeline::CpAsync { stages: 2 },
+            split_k: 1,
+        })
+        .find(|cfg| {
+            cfg.k_s <= 64.max(m_window)
+                && validate::validate(cfg, gpu).is_ok()
+                && validate::validate_for_problem(cfg, problem).is_ok()
+        })
+}

@@ -1,0 +1,154 @@
+//! Random problem instances on the GPU: one weight per (n, k, N:M, L) shared by every m, and
+//! rotating activation sets so that small problems are not timed from L2.
+
+use crate::format::{self, ColInfo, CompressedWeight};
+use crate::gpu::{Gpu, GpuError};
+use crate::problem::{NmPattern, Problem};
+use cudarc::driver::CudaSlice;
+use rand::rngs::SmallRng;
+use rand::seq::index::sample;
+use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
+
+/// A random N:M weight, on the host (indices, for col_info) and on the device.
+pub struct DeviceWeight {
+    pub host: CompressedWeight,
+    pub values: CudaSlice<f32>,
+    pub indices: CudaSlice<i32>,
+    /// The decompressed k×n weight: cuBLAS's operand, and the verification reference.
+    pub dense: CudaSlice<f32>,
+    col_infos: HashMap<(u32, u32), DeviceColInfo>,
+}
+
+/// col_info of one (k_s, n_s) tiling on the device.
+pub struct DeviceColInfo {
+    pub columns: CudaSlice<i32>,
+    pub counts: CudaSlice<i32>,
+    pub packed_indices: CudaSlice<i32>,
+}
+
+/// Random kept-row positions: N distinct sorted positions per window and column group.
+pub fn random_indices(k: usize, n: usize, nm: NmPattern, l: usize, seed: u64) -> Vec<u8> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let (windows, q) = (k / nm.m as usize, n / l);
+    let mut indices = vec![0u8; windows * nm.n as usize * q];
+    for window in 0..windows {
+        for group in 0..q {
+            let mut kept: Vec<usize> = sample(&mut rng, nm.m as usize, nm.n as usize).into_vec();
+            kept.sort_unstable();
+            for (slot, pos) in kept.into_iter().enumerate() {
+                indices[(window * nm.n as usize + slot) * q + group] = pos as u8;
+            }
+        }
+    }
+    indices
+}
+
+impl DeviceWeight {
+    /// A random weight for `problem`'s (n, k, N:M, L); values uniform in [-1, 1).
+    pub fn random(gpu: &Gpu, problem: &Problem, seed: u64) -> Result<Self, WorkloadError> {
+        let (k, n, nm, l) = (problem.k, problem.n, problem.nm, problem.l);
+        let indices = random_indices(k, n, nm, l, seed);
+        let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
+        let values: Vec<f32> = (0..problem.w() * n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let host = CompressedWeight::from_parts(k, n, nm, l, values, indices)?;
+        Self::upload(gpu, host)
+    }
+
+    /// Put an existing compressed weight on the device.
+    pub fn upload(gpu: &Gpu, host: CompressedWeight) -> Result<Self, WorkloadError> {
+        let values = gpu.upload(&host.values)?;
+        let indices = gpu.upload(&host.indices_i32())?;
+        let mut dense = gpu.alloc(host.k * host.n)?;
+        gpu.decompress(&values, &indices, &mut dense, host.w(), host.n, host.nm, host.l)?;
+        Ok(Self {
+            host,
+            values,
+            indices,
+            dense,
+            col_infos: HashMap::new(),
+        })
+    }
+
+    /// col_info for a (k_s, n_s) tiling, built on first use and kept.
+    pub fn col_info(&mut self, gpu: &Gpu, k_s: u32, n_s: u32) -> Result<&DeviceColInfo, WorkloadError> {
+        if !self.col_infos.contains_key(&(k_s, n_s)) {
+            let info: ColInfo = format::build_col_info(&self.host, k_s as usize, n_s as usize)?;
+            let device = DeviceColInfo {
+                columns: gpu.upload(&info.columns)?,
+                counts: gpu.upload(&info.counts)?,
+                packed_indices: gpu.upload(&info.packed_indices)?,
+            };
+            self.col_infos.insert((k_s, n_s), device);
+        }
+        Ok(&self.col_infos[&(k_s, n_s)])
+    }
+}
+
+/// Rotating activation sets: enough copies of A and C that one pass over them exceeds L2.
+pub struct Activations {
+    pub a_sets: Vec<CudaSlice<f32>>,
+    pub c_sets: Vec<CudaSlice<f32>>,
+    pub reference: CudaSlice<f32>,
+    pub workspace: CudaSlice<f32>,
+}
+
+impl Activations {
+    pub fn random(gpu: &Gpu, problem: &Problem, workspace_len: usize, seed: u32) -> Result<Self, WorkloadError> {
+        let (a_len, c_len) = (problem.m * problem.k, problem.m * problem.n);
+        let bytes_per_set = 4 * (a_len + c_len) as u64;
+        let sets = rotation_sets(bytes_per_set, gpu.profile().l2_bytes);
+        let mut a_sets = Vec::with_capacity(sets);
+        let mut c_sets = Vec::with_capacity(sets);
+        for set in 0..sets {
+            let mut a = gpu.alloc(a_len)?;
+            gpu.fill_uniform(&mut a, seed.wrapping_add(set as u32 * 7919))?;
+            a_sets.push(a);
+            c_sets.push(gpu.alloc(c_len)?);
+        }
+        Ok(Self {
+            a_sets,
+            c_sets,
+            reference: gpu.alloc(c_len)?,
+            workspace: gpu.alloc(workspace_len.max(1))?,
+        })
+    }
+
+    pub fn sets(&self) -> usize {
+        self.a_sets.len()
+    }
+}
+
+/// Copies needed so that cycling through them touches at least 3× the L2 size (at most 16).
+pub fn rotation_sets(bytes_per_set: u64, l2_bytes: u64) -> usize {
+    (3 * l2_bytes).div_ceil(bytes_per_set.max(1)).clamp(1, 16) as usize
+}
+
+/// Errors while building an instance.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Format(#[from] format::FormatError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_indices_are_valid_nm_patterns() {
+        let nm = NmPattern::new(3, 8).unwrap();
+        let idx = random_indices(32, 16, nm, 4, 7);
+        let values = vec![1.0f32; 12 * 16];
+        assert!(CompressedWeight::from_parts(32, 16, nm, 4, values, idx).is_ok());
+    }
+
+    #[test]
+    fn rotation_covers_three_l2s() {
+        assert_eq!(rotation_sets(1 << 20, 50 << 20), 16);
+        assert_eq!(rotation_sets(100 << 20, 50 << 20), 2);
+        assert_eq!(rotation_sets(1 << 30, 50 << 20), 1);
+    }
+}
