@@ -51,7 +51,10 @@ fn accumulate_block(a_block: &[f32], w: &CompressedWeight) -> Vec<f32> {
         for r in 0..rows {
             let a_row = &a_block[r * w.k..(r + 1) * w.k];
             let acc_row = &mut acc[r * n..(r + 1) * n];
-            let groups = acc_row.chunks_exact_mut(l).zip(b_row.chunks_exact(l)).zip(d_row);
+            let groups = acc_row
+                .chunks_exact_mut(l)
+                .zip(b_row.chunks_exact(l))
+                .zip(d_row);
             for ((acc_group, b_group), &d) in groups {
                 let a_value = a_row[window_start + d as usize];
                 for (x, &b) in acc_group.iter_mut().zip(b_group) {
@@ -63,10 +66,16 @@ fn accumulate_block(a_block: &[f32], w: &CompressedWeight) -> Vec<f32> {
     acc
 }
 
-fn check_operand(what: &'static str, got: usize, rows: usize, cols: usize) -> Result<(), FormatError> {
+fn check_operand(
+    what: &'static str,
+    got: usize,
+    rows: usize,
+    cols: usize,
+) -> Result<(), FormatError> {
     let expected = rows.checked_mul(cols);
     if expected != Some(got) {
-        let expected = expected.map_or_else(|| "more than usize::MAX".to_string(), |e| e.to_string());
+        let expected =
+            expected.map_or_else(|| "more than usize::MAX".to_string(), |e| e.to_string());
         return Err(FormatError::Invalid {
             what,
             detail: format!("has {got} elements, expected {rows}×{cols} = {expected}"),

@@ -1,15 +1,24 @@
 //! The N:M format (pruning, compression, col_info) and the CPU reference, on random data.
 
 use nmtune::format::{
-    build_col_info, compress_pruned, decompress, prune_and_compress, prune_and_compress_nk, try_decompress,
-    ColInfo, CompressedWeight, FormatError,
+    build_col_info, compress_pruned, decompress, prune_and_compress, prune_and_compress_nk,
+    try_decompress, ColInfo, CompressedWeight, FormatError,
 };
 use nmtune::problem::{NmPattern, ProblemError};
 use nmtune::reference::{dense_matmul, relative_error, spmm};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-const PATTERNS: [(u32, u32); 8] = [(1, 4), (2, 4), (4, 8), (4, 32), (8, 32), (12, 32), (16, 32), (32, 32)];
+const PATTERNS: [(u32, u32); 8] = [
+    (1, 4),
+    (2, 4),
+    (4, 8),
+    (4, 32),
+    (8, 32),
+    (12, 32),
+    (16, 32),
+    (32, 32),
+];
 const VECTOR_LENGTHS: [usize; 5] = [4, 8, 16, 32, 64];
 
 fn nm(n: u32, m: u32) -> NmPattern {
@@ -22,13 +31,17 @@ fn random_matrix(rng: &mut SmallRng, len: usize) -> Vec<f32> {
 
 /// Σ |B[r][c]| over the columns of group j, in f64.
 fn group_magnitude(dense: &[f32], n: usize, l: usize, r: usize, j: usize) -> f64 {
-    (j * l..((j + 1) * l).min(n)).map(|c| dense[r * n + c].abs() as f64).sum()
+    (j * l..((j + 1) * l).min(n))
+        .map(|c| dense[r * n + c].abs() as f64)
+        .sum()
 }
 
 /// Positions kept for window `win`, group j (from D).
 fn kept_positions(w: &CompressedWeight, win: usize, j: usize) -> Vec<usize> {
     let n_keep = w.nm.n as usize;
-    (0..n_keep).map(|i| w.indices[(win * n_keep + i) * w.q() + j] as usize).collect()
+    (0..n_keep)
+        .map(|i| w.indices[(win * n_keep + i) * w.q() + j] as usize)
+        .collect()
 }
 
 #[test]
@@ -40,12 +53,18 @@ fn every_window_and_group_keeps_n_sorted_distinct_rows() {
             let dense = random_matrix(&mut rng, k * n);
             let (w, padding) = prune_and_compress(&dense, k, n, nm(n_keep, m_window), l).unwrap();
             assert!(!padding.is_padded());
-            assert_eq!((w.w(), w.q()), (k / m_window as usize * n_keep as usize, n / l));
+            assert_eq!(
+                (w.w(), w.q()),
+                (k / m_window as usize * n_keep as usize, n / l)
+            );
             for win in 0..k / m_window as usize {
                 for j in 0..w.q() {
                     let kept = kept_positions(&w, win, j);
                     assert_eq!(kept.len(), n_keep as usize);
-                    assert!(kept.windows(2).all(|p| p[0] < p[1]), "{kept:?} not strictly increasing");
+                    assert!(
+                        kept.windows(2).all(|p| p[0] < p[1]),
+                        "{kept:?} not strictly increasing"
+                    );
                     assert!(kept.iter().all(|&p| p < m_window as usize));
                 }
             }
@@ -64,7 +83,8 @@ fn pruning_keeps_the_largest_magnitude_rows() {
             for win in 0..k / m_window as usize {
                 for j in 0..w.q() {
                     let kept = kept_positions(&w, win, j);
-                    let score = |p: usize| group_magnitude(&dense, n, l, win * m_window as usize + p, j);
+                    let score =
+                        |p: usize| group_magnitude(&dense, n, l, win * m_window as usize + p, j);
                     let weakest_kept = kept.iter().map(|&p| score(p)).fold(f64::INFINITY, f64::min);
                     let strongest_pruned = (0..m_window as usize)
                         .filter(|p| !kept.contains(p))
@@ -84,7 +104,9 @@ fn pruning_keeps_the_largest_magnitude_rows() {
 fn ties_keep_the_lower_rows() {
     // Every row has the same magnitude, with varying signs: the first N positions win.
     let (k, n, l) = (8, 8, 4);
-    let dense: Vec<f32> = (0..k * n).map(|i| if i % 3 == 0 { -0.5 } else { 0.5 }).collect();
+    let dense: Vec<f32> = (0..k * n)
+        .map(|i| if i % 3 == 0 { -0.5 } else { 0.5 })
+        .collect();
     let (w, _) = prune_and_compress(&dense, k, n, nm(3, 8), l).unwrap();
     for j in 0..w.q() {
         assert_eq!(kept_positions(&w, 0, j), vec![0, 1, 2]);
@@ -107,7 +129,11 @@ fn decompress_round_trip_equals_the_pruned_dense_weight() {
                     for p in 0..m_window as usize {
                         let r = win * m_window as usize + p;
                         for c in j * l..(j + 1) * l {
-                            let want = if kept.contains(&p) { dense[r * n + c] } else { 0.0 };
+                            let want = if kept.contains(&p) {
+                                dense[r * n + c]
+                            } else {
+                                0.0
+                            };
                             assert_eq!(back[r * n + c], want, "row {r} col {c}");
                         }
                     }
@@ -137,12 +163,16 @@ fn padding_is_reported_and_filled_with_zeros() {
             if r >= k || c >= n {
                 assert_eq!(value, 0.0, "padding at ({r}, {c}) must be zero");
             } else {
-                assert!(value == 0.0 || value == dense[r * n + c], "({r}, {c}) changed");
+                assert!(
+                    value == 0.0 || value == dense[r * n + c],
+                    "({r}, {c}) changed"
+                );
             }
         }
     }
     // Unpadded shapes report no padding.
-    let (_, none) = prune_and_compress(&random_matrix(&mut rng, 16 * 32), 16, 32, nm(4, 8), 16).unwrap();
+    let (_, none) =
+        prune_and_compress(&random_matrix(&mut rng, 16 * 32), 16, 32, nm(4, 8), 16).unwrap();
     assert!(!none.is_padded());
 }
 
@@ -184,11 +214,19 @@ fn invalid_patterns_sizes_and_vector_lengths_are_errors() {
     }
     assert!(matches!(
         prune_and_compress(&dense, 8, 9, nm(2, 4), 4),
-        Err(FormatError::SizeMismatch { got: 64, expected: 72, .. })
+        Err(FormatError::SizeMismatch {
+            got: 64,
+            expected: 72,
+            ..
+        })
     ));
     assert!(matches!(
         prune_and_compress_nk(&dense, 9, 8, nm(2, 4), 4),
-        Err(FormatError::SizeMismatch { got: 64, expected: 72, .. })
+        Err(FormatError::SizeMismatch {
+            got: 64,
+            expected: 72,
+            ..
+        })
     ));
     assert!(prune_and_compress(&[], 0, 8, nm(2, 4), 4).is_err());
 }
@@ -209,9 +247,13 @@ fn from_parts_validates_sizes_range_and_order() {
     let mut rng = SmallRng::seed_from_u64(6);
     let (k, n, l) = (16, 16, 8);
     let (w, _) = prune_and_compress(&random_matrix(&mut rng, k * n), k, n, nm(2, 8), l).unwrap();
-    let rebuilt = CompressedWeight::from_parts(k, n, w.nm, l, w.values.clone(), w.indices.clone()).unwrap();
+    let rebuilt =
+        CompressedWeight::from_parts(k, n, w.nm, l, w.values.clone(), w.indices.clone()).unwrap();
     assert_eq!(rebuilt, w);
-    assert_eq!(rebuilt.indices_i32(), w.indices.iter().map(|&d| d as i32).collect::<Vec<_>>());
+    assert_eq!(
+        rebuilt.indices_i32(),
+        w.indices.iter().map(|&d| d as i32).collect::<Vec<_>>()
+    );
 
     let short_values = w.values[1..].to_vec();
     assert!(matches!(
@@ -227,10 +269,13 @@ fn from_parts_validates_sizes_range_and_order() {
         let mut unordered = w.indices.clone();
         unordered[0] = first;
         unordered[q] = second;
-        let err = CompressedWeight::from_parts(k, n, w.nm, l, w.values.clone(), unordered).unwrap_err();
+        let err =
+            CompressedWeight::from_parts(k, n, w.nm, l, w.values.clone(), unordered).unwrap_err();
         assert!(err.to_string().contains("strictly increasing"), "{err}");
     }
-    assert!(CompressedWeight::from_parts(12, n, w.nm, l, vec![0.0; 3 * n], vec![0; 3 * 2]).is_err());
+    assert!(
+        CompressedWeight::from_parts(12, n, w.nm, l, vec![0.0; 3 * n], vec![0; 3 * 2]).is_err()
+    );
     assert!(try_decompress(&CompressedWeight { l: 0, ..w.clone() }).is_err());
 }
 
@@ -257,9 +302,17 @@ fn check_col_info(w: &CompressedWeight, info: &ColInfo) {
             let count = info.counts[kt * info.n_tiles + nt] as usize;
             let list = tile_list(kt, nt);
             assert!(count >= 1 && count <= k_s);
-            assert!(list[..count].windows(2).all(|p| p[0] < p[1]), "sorted and distinct");
-            assert!(list[..count].iter().all(|&c| (kt * k_s..(kt + 1) * k_s).contains(&(c as usize))));
-            assert!(list[count..].iter().all(|&c| c == list[count - 1]), "fillers repeat the last column");
+            assert!(
+                list[..count].windows(2).all(|p| p[0] < p[1]),
+                "sorted and distinct"
+            );
+            assert!(list[..count]
+                .iter()
+                .all(|&c| (kt * k_s..(kt + 1) * k_s).contains(&(c as usize))));
+            assert!(
+                list[count..].iter().all(|&c| c == list[count - 1]),
+                "fillers repeat the last column"
+            );
             // Completeness: the list is exactly the set of rows the tile's kept rows use.
             let first_group = nt * n_s / w.l;
             let last_group = (((nt + 1) * n_s).min(w.n) - 1) / w.l;
@@ -282,7 +335,11 @@ fn check_col_info(w: &CompressedWeight, info: &ColInfo) {
             let tiles = (j * w.l / n_s)..=(((j + 1) * w.l - 1) / n_s).min(info.n_tiles - 1);
             for nt in tiles {
                 assert!(slot < info.counts[kt * info.n_tiles + nt] as usize);
-                assert_eq!(tile_list(kt, nt)[slot] as usize, w.absolute_row(u, j), "u={u} j={j} nt={nt}");
+                assert_eq!(
+                    tile_list(kt, nt)[slot] as usize,
+                    w.absolute_row(u, j),
+                    "u={u} j={j} nt={nt}"
+                );
             }
         }
     }
@@ -297,7 +354,11 @@ fn col_info_points_every_kept_row_at_its_column() {
             let (k, n) = (5 * m_window as usize, 3 * l);
             let dense = random_matrix(&mut rng, k * n);
             let (w, _) = prune_and_compress(&dense, k, n, nm(n_keep, m_window), l).unwrap();
-            for k_s in [m_window as usize, 2 * m_window as usize, 4 * m_window as usize] {
+            for k_s in [
+                m_window as usize,
+                2 * m_window as usize,
+                4 * m_window as usize,
+            ] {
                 for n_s in [l / 4, l / 2, l, 2 * l, 4 * l] {
                     if n_s == 0 {
                         continue;
@@ -313,9 +374,13 @@ fn col_info_points_every_kept_row_at_its_column() {
 #[test]
 fn col_info_rejects_incompatible_tilings() {
     let mut rng = SmallRng::seed_from_u64(9);
-    let (w, _) = prune_and_compress(&random_matrix(&mut rng, 64 * 64), 64, 64, nm(8, 32), 16).unwrap();
+    let (w, _) =
+        prune_and_compress(&random_matrix(&mut rng, 64 * 64), 64, 64, nm(8, 32), 16).unwrap();
     for (k_s, n_s) in [(0, 16), (16, 16), (48, 16), (32, 0), (32, 24), (32, 12)] {
-        assert!(build_col_info(&w, k_s, n_s).is_err(), "k_s={k_s} n_s={n_s} accepted");
+        assert!(
+            build_col_info(&w, k_s, n_s).is_err(),
+            "k_s={k_s} n_s={n_s} accepted"
+        );
     }
     assert!(build_col_info(&w, 32, 8).is_ok());
     assert!(build_col_info(&w, 64, 48).is_ok());
@@ -327,16 +392,30 @@ fn spmm_matches_dense_matmul_of_the_decompressed_weight() {
     let (m, k, n) = (37, 64, 128);
     for &(n_keep, m_window) in &PATTERNS {
         for &l in &VECTOR_LENGTHS {
-            let (w, _) = prune_and_compress(&random_matrix(&mut rng, k * n), k, n, nm(n_keep, m_window), l).unwrap();
+            let (w, _) = prune_and_compress(
+                &random_matrix(&mut rng, k * n),
+                k,
+                n,
+                nm(n_keep, m_window),
+                l,
+            )
+            .unwrap();
             let a = random_matrix(&mut rng, m * k);
             let c0 = random_matrix(&mut rng, m * n);
             let (alpha, beta) = (1.5f32, -0.75f32);
             let product = dense_matmul(&a, m, k, &decompress(&w), n);
-            let want: Vec<f32> = product.iter().zip(&c0).map(|(p, c)| alpha * p + beta * c).collect();
+            let want: Vec<f32> = product
+                .iter()
+                .zip(&c0)
+                .map(|(p, c)| alpha * p + beta * c)
+                .collect();
             let mut got = c0.clone();
             spmm(&a, m, &w, alpha, beta, &mut got).unwrap();
             let error = relative_error(&got, &want);
-            assert!(error < 1e-5, "{n_keep}:{m_window} L={l}: relative error {error}");
+            assert!(
+                error < 1e-5,
+                "{n_keep}:{m_window} L={l}: relative error {error}"
+            );
         }
     }
 }
@@ -349,19 +428,26 @@ fn spmm_with_zero_beta_ignores_nan_in_c() {
     let a = random_matrix(&mut rng, m * k);
     let mut c = vec![f32::NAN; m * n];
     spmm(&a, m, &w, 2.0, 0.0, &mut c).unwrap();
-    let want: Vec<f32> = dense_matmul(&a, m, k, &decompress(&w), n).iter().map(|x| 2.0 * x).collect();
+    let want: Vec<f32> = dense_matmul(&a, m, k, &decompress(&w), n)
+        .iter()
+        .map(|x| 2.0 * x)
+        .collect();
     assert!(relative_error(&c, &want) < 1e-5);
 }
 
 #[test]
 fn spmm_rejects_mismatched_operands() {
     let mut rng = SmallRng::seed_from_u64(12);
-    let (w, _) = prune_and_compress(&random_matrix(&mut rng, 32 * 32), 32, 32, nm(8, 32), 32).unwrap();
+    let (w, _) =
+        prune_and_compress(&random_matrix(&mut rng, 32 * 32), 32, 32, nm(8, 32), 32).unwrap();
     let a = random_matrix(&mut rng, 4 * 32);
     let mut c = vec![0.0; 4 * 32];
     assert!(spmm(&a[1..], 4, &w, 1.0, 0.0, &mut c).is_err());
     assert!(spmm(&a, 4, &w, 1.0, 0.0, &mut c[1..]).is_err());
-    let broken = CompressedWeight { indices: vec![40; w.indices.len()], ..w.clone() };
+    let broken = CompressedWeight {
+        indices: vec![40; w.indices.len()],
+        ..w.clone()
+    };
     assert!(spmm(&a, 4, &broken, 1.0, 0.0, &mut c).is_err());
     assert!(spmm(&[], 0, &w, 1.0, 0.0, &mut []).is_ok());
 }
@@ -374,4 +460,14 @@ fn relative_error_flags_nan_and_measures_distance() {
     assert_eq!(relative_error(&[f32::NAN, 4.0], &want), f64::INFINITY);
     assert_eq!(relative_error(&[3.0], &want), f64::INFINITY);
     assert_eq!(relative_error(&[0.0, 0.0], &[0.0, 0.0]), 0.0);
+}
+
+#[test]
+fn nan_weights_do_not_panic() {
+    let mut rng = SmallRng::seed_from_u64(13);
+    let mut dense = random_matrix(&mut rng, 16 * 16);
+    dense[5] = f32::NAN;
+    dense[100] = f32::NAN;
+    let (w, _) = prune_and_compress(&dense, 16, 16, nm(2, 8), 4).unwrap();
+    assert!(w.validate().is_ok());
 }

@@ -9,7 +9,11 @@ use rayon::prelude::*;
 /// k_s must be a positive multiple of M; n_s must be a multiple of L or divide L. When
 /// n_s < L several n-tiles lie inside one column group; they use the same rows and so get
 /// identical column lists, which is why one packed index per (u, j) serves all of them.
-pub fn build_col_info(w: &CompressedWeight, k_s: usize, n_s: usize) -> Result<ColInfo, FormatError> {
+pub fn build_col_info(
+    w: &CompressedWeight,
+    k_s: usize,
+    n_s: usize,
+) -> Result<ColInfo, FormatError> {
     w.validate()?;
     check_tiling(w, k_s, n_s)?;
     let tiling = Tiling::new(w, k_s, n_s);
@@ -84,7 +88,14 @@ impl Tiling {
 
     /// Write tile (kt, nt)'s column list into `cols` (k_s slots) and the slots of its kept
     /// rows into `packed` (this k-tile's rows of packed_indices); return the count.
-    fn fill_tile(&self, w: &CompressedWeight, kt: usize, nt: usize, cols: &mut [i32], packed: &mut [i32]) -> i32 {
+    fn fill_tile(
+        &self,
+        w: &CompressedWeight,
+        kt: usize,
+        nt: usize,
+        cols: &mut [i32],
+        packed: &mut [i32],
+    ) -> i32 {
         let q = w.q();
         let rows = kt * self.w_s..((kt + 1) * self.w_s).min(w.w());
         let first_col = nt * self.n_s;
@@ -105,7 +116,11 @@ impl Tiling {
             cols[count] = (base + offset) as i32;
             count += 1;
         }
-        let filler = if count == 0 { base as i32 } else { cols[count - 1] };
+        let filler = if count == 0 {
+            base as i32
+        } else {
+            cols[count - 1]
+        };
         cols[count..].fill(filler);
         for u in rows.clone() {
             for j in groups.clone() {

@@ -50,7 +50,12 @@ pub(super) fn check_len(got: usize, rows: usize, cols: usize) -> Result<(), Form
 }
 
 /// k a multiple of M and n a multiple of L (the unpadded case).
-pub(super) fn check_aligned(k: usize, n: usize, nm: NmPattern, l: usize) -> Result<(), FormatError> {
+pub(super) fn check_aligned(
+    k: usize,
+    n: usize,
+    nm: NmPattern,
+    l: usize,
+) -> Result<(), FormatError> {
     if k % nm.m as usize != 0 {
         return Err(ProblemError::KNotMultipleOfM { k, m_window: nm.m }.into());
     }
@@ -72,7 +77,9 @@ fn check_window_positions(
         if pos as u32 >= m_window {
             return Err(FormatError::Invalid {
                 what: "index matrix D",
-                detail: format!("window {window}, group {group}: position {pos} is not below M={m_window}"),
+                detail: format!(
+                    "window {window}, group {group}: position {pos} is not below M={m_window}"
+                ),
             });
         }
         if previous.is_some_and(|p| p >= pos) {
@@ -240,14 +247,26 @@ pub fn compress_pruned(
 
 /// The N positions kept for group `j` of one window (`rows`: M×n): its non-zero rows, topped
 /// up with the first zero rows; `None` if more than N rows are non-zero.
-fn kept_nonzero_rows(rows: &[f32], n: usize, l: usize, j: usize, n_keep: usize) -> Option<Vec<usize>> {
+fn kept_nonzero_rows(
+    rows: &[f32],
+    n: usize,
+    l: usize,
+    j: usize,
+    n_keep: usize,
+) -> Option<Vec<usize>> {
     let m_window = rows.len() / n;
-    let is_nonzero = |pos: usize| rows[pos * n + j * l..pos * n + (j + 1) * l].iter().any(|&v| v != 0.0);
+    let is_nonzero = |pos: usize| {
+        rows[pos * n + j * l..pos * n + (j + 1) * l]
+            .iter()
+            .any(|&v| v != 0.0)
+    };
     let nonzero: Vec<usize> = (0..m_window).filter(|&p| is_nonzero(p)).collect();
     if nonzero.len() > n_keep {
         return None;
     }
-    let fillers = (0..m_window).filter(|&p| !is_nonzero(p)).take(n_keep - nonzero.len());
+    let fillers = (0..m_window)
+        .filter(|&p| !is_nonzero(p))
+        .take(n_keep - nonzero.len());
     let mut kept: Vec<usize> = nonzero.into_iter().chain(fillers).collect();
     kept.sort_unstable();
     Some(kept)

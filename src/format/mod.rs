@@ -25,7 +25,12 @@ pub enum FormatError {
     #[error(transparent)]
     Problem(#[from] ProblemError),
     #[error("weight has {got} elements, expected {rows}×{cols} = {expected}")]
-    SizeMismatch { got: usize, rows: usize, cols: usize, expected: usize },
+    SizeMismatch {
+        got: usize,
+        rows: usize,
+        cols: usize,
+        expected: usize,
+    },
     #[error("{what}: {detail}")]
     Invalid { what: &'static str, detail: String },
 }

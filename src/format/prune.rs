@@ -1,7 +1,9 @@
 //! Magnitude pruning of a dense weight into the N:M vector-wise format, padding k up to a
 //! multiple of M and n up to a multiple of L with zeros.
 
-use super::compress::{check_len, check_not_empty, check_pattern, check_vector_length, checked_elements};
+use super::compress::{
+    check_len, check_not_empty, check_pattern, check_vector_length, checked_elements,
+};
 use super::{CompressedWeight, FormatError, Padding};
 use crate::problem::NmPattern;
 use rayon::prelude::*;
@@ -33,8 +35,9 @@ pub fn prune_and_compress(
         .zip(indices.par_chunks_mut(n_keep * q))
         .enumerate()
         .for_each(|(window, (vals, idx))| {
-            let rows: Vec<Option<&[f32]>> =
-                (window * m_window..(window + 1) * m_window).map(|r| source.row(r)).collect();
+            let rows: Vec<Option<&[f32]>> = (window * m_window..(window + 1) * m_window)
+                .map(|r| source.row(r))
+                .collect();
             prune_window(&rows, &source, n_keep, q, n_p, vals, idx);
         });
     let weight = CompressedWeight {
@@ -68,9 +71,14 @@ pub fn prune_and_compress_nk(
 fn padded_shape(k: usize, n: usize, nm: NmPattern, l: usize) -> Result<Padding, FormatError> {
     let overflow = || FormatError::Invalid {
         what: "weight shape",
-        detail: format!("padding {k}×{n} to multiples of M={} and L={l} overflows", nm.m),
+        detail: format!(
+            "padding {k}×{n} to multiples of M={} and L={l} overflows",
+            nm.m
+        ),
     };
-    let k_padded = k.checked_next_multiple_of(nm.m as usize).ok_or_else(overflow)?;
+    let k_padded = k
+        .checked_next_multiple_of(nm.m as usize)
+        .ok_or_else(overflow)?;
     let n_padded = n.checked_next_multiple_of(l).ok_or_else(overflow)?;
     checked_elements(k_padded, n_padded)?;
     Ok(Padding {
@@ -145,7 +153,8 @@ fn group_scores(rows: &[Option<&[f32]>], l: usize, q: usize) -> Vec<f32> {
 fn select_largest(scores: &[f32], q: usize, j: usize, n_keep: usize, order: &mut Vec<usize>) {
     let m_window = scores.len() / q;
     let score = |pos: usize| scores[pos * q + j];
-    let rank = |a: &usize, b: &usize| -> Ordering { score(*b).total_cmp(&score(*a)).then(a.cmp(b)) };
+    let rank =
+        |a: &usize, b: &usize| -> Ordering { score(*b).total_cmp(&score(*a)).then(a.cmp(b)) };
     order.clear();
     order.extend(0..m_window);
     if n_keep < m_window {
