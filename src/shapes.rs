@@ -1,3 +1,409 @@
 //! The shapes file: which problems to tune (see README "Shapes file").
 //!
-//! OWNER: format helper.
+//! A hand-written YAML file: `defaults` (optional) hold the settings every layer inherits,
+//! `layers` list the weights (n = output features, k = input features) with optional
+//! overrides. Each layer expands to one problem per (sparsity, m):
+//!
+//! ```yaml
+//! defaults:
+//!   m: [256, 512]            # rows of A (tokens); a single number is fine too
+//!   sparsity: ["8:32", 0.5]  # "N:M", or a fraction / "75%" with the window M below
+//!   M: 32                    # window for fractional sparsities
+//!   L: 32                    # vector length
+//! layers:
+//!   - { model: llama-7b, name: q_proj, n: 4096, k: 4096 }
+//!   - { model: llama-7b, name: up_proj, n: 11008, k: 4096, m: [1, 16] }
+//! ```
+//!
+//! Errors are one line naming the file, the line (and column when known) and the fault.
+
+use crate::problem::{NmPattern, Problem};
+use serde::{Deserialize, Deserializer};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::Path;
+
+/// Every problem a shapes file asks for, in file order, without duplicates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeSet {
+    pub entries: Vec<ShapeEntry>,
+}
+
+/// One problem and the layer it came from (the first layer, when several give it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeEntry {
+    pub problem: Problem,
+    pub model: Option<String>,
+    pub layer: Option<String>,
+}
+
+impl ShapeSet {
+    pub fn problems(&self) -> Vec<Problem> {
+        self.entries.iter().map(|e| e.problem).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Why a shapes file cannot be used. Displays as `file:line:column: message` (line and column
+/// when known).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeError {
+    /// The file (or the origin given to [`parse`]).
+    pub origin: String,
+    /// 1-based line, when the fault can be placed.
+    pub line: Option<usize>,
+    /// 1-based column, when known (syntax and type errors).
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
+/// Read and parse a shapes file.
+pub fn load(path: &Path) -> Result<ShapeSet, ShapeError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ShapeError {
+        origin: origin.clone(),
+        line: None,
+        column: None,
+        message: format!("cannot read shapes file: {e}"),
+    })?;
+    parse(&text, &origin)
+}
+
+/// Parse shapes-file text; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<ShapeSet, ShapeError> {
+    let lines = LineIndex::scan(text);
+    let at = |line: Option<usize>, message: String| ShapeError {
+        origin: origin.to_string(),
+        line,
+        column: None,
+        message,
+    };
+    if lines.is_blank {
+        return Err(at(
+            None,
+            "the file is empty: expected 'layers:' with at least one layer".into(),
+        ));
+    }
+    let raw: RawFile = serde_yaml::from_str(text).map_err(|e| syntax_error(origin, &e))?;
+    let defaults = raw.defaults.unwrap_or_default();
+    check_defaults(&defaults).map_err(|(key, message)| {
+        at(lines.default_key_line(key), format!("defaults: {message}"))
+    })?;
+    let layers = raw.layers.unwrap_or_default();
+    if layers.is_empty() {
+        return Err(at(
+            lines.layers,
+            "no layers: list at least one under 'layers:'".into(),
+        ));
+    }
+    let mut set = ShapeSet {
+        entries: Vec::new(),
+    };
+    let mut seen = HashSet::new();
+    for (index, layer) in layers.iter().enumerate() {
+        let problems = expand_layer(layer, &defaults).map_err(|message| {
+            at(
+                lines.layer_line(index, layers.len()),
+                format!("{}: {message}", layer.label(index)),
+            )
+        })?;
+        for problem in problems {
+            if seen.insert(problem) {
+                set.entries.push(ShapeEntry {
+                    problem,
+                    model: layer.model.clone(),
+                    layer: layer.name.clone(),
+                });
+            }
+        }
+    }
+    Ok(set)
+}
+
+/// A serde_yaml error as one line, with its location moved into the structured fields.
+fn syntax_error(origin: &str, error: &serde_yaml::Error) -> ShapeError {
+    let location = error.location();
+    let mut message = error.to_string();
+    if let Some(loc) = &location {
+        message = message.replacen(
+            &format!(" at line {} column {}", loc.line(), loc.column()),
+            "",
+            1,
+        );
+    }
+    ShapeError {
+        origin: origin.to_string(),
+        line: location.as_ref().map(|l| l.line()),
+        column: location.as_ref().map(|l| l.column()),
+        message: message.replace('\n', " "),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    defaults: Option<RawSettings>,
+    layers: Option<Vec<RawLayer>>,
+}
+
+/// Settings a layer inherits from `defaults` unless it sets them itself.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSettings {
+    #[serde(default, deserialize_with = "one_or_many_sizes")]
+    m: Option<Vec<usize>>,
+    #[serde(default, deserialize_with = "one_or_many_sparsities")]
+    sparsity: Option<Vec<String>>,
+    #[serde(rename = "M")]
+    window: Option<u32>,
+    #[serde(rename = "L")]
+    l: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLayer {
+    model: Option<String>,
+    name: Option<String>,
+    n: usize,
+    k: usize,
+    #[serde(default, deserialize_with = "one_or_many_sizes")]
+    m: Option<Vec<usize>>,
+    #[serde(default, deserialize_with = "one_or_many_sparsities")]
+    sparsity: Option<Vec<String>>,
+    #[serde(rename = "M")]
+    window: Option<u32>,
+    #[serde(rename = "L")]
+    l: Option<usize>,
+}
+
+impl RawLayer {
+    /// How errors name the layer: `layer 'up_proj' (llama-7b)`, or by position.
+    fn label(&self, index: usize) -> String {
+        let name = match &self.name {
+            Some(name) => format!("layer '{name}'"),
+            None => format!("layer #{}", index + 1),
+        };
+        match &self.model {
+            Some(model) => format!("{name} ({model})"),
+            None => name,
+        }
+    }
+}
+
+/// `m: 256` or `m: [256, 512]`. Read through a `Value` so that YAML syntax errors inside the
+/// value surface as themselves, not as a type error.
+fn one_or_many_sizes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    let size = |value: &serde_yaml::Value| value.as_u64().and_then(|m| usize::try_from(m).ok());
+    let bad = || serde::de::Error::custom("m must be a positive integer or a list of them");
+    match serde_yaml::Value::deserialize(d)? {
+        serde_yaml::Value::Sequence(items) => items
+            .iter()
+            .map(|v| size(v).ok_or_else(bad))
+            .collect::<Result<_, _>>()
+            .map(Some),
+        single => size(&single).map(|m| Some(vec![m])).ok_or_else(bad),
+    }
+}
+
+/// `sparsity: "8:32"`, `sparsity: 0.75` or a list of such items, each kept as text.
+fn one_or_many_sparsities<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<String>>, D::Error> {
+    let item_text = |value: &serde_yaml::Value| match value {
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let bad = || {
+        serde::de::Error::custom("sparsity must be \"N:M\", a fraction, \"75%\", or a list of them")
+    };
+    match serde_yaml::Value::deserialize(d)? {
+        serde_yaml::Value::Sequence(items) => items
+            .iter()
+            .map(|v| item_text(v).ok_or_else(bad))
+            .collect::<Result<_, _>>()
+            .map(Some),
+        single => item_text(&single).map(|s| Some(vec![s])).ok_or_else(bad),
+    }
+}
+
+/// Faults in `defaults` that do not depend on any layer: (key, message).
+fn check_defaults(defaults: &RawSettings) -> Result<(), (&'static str, String)> {
+    if let Some(ms) = &defaults.m {
+        check_m_list(ms).map_err(|e| ("m", e))?;
+    }
+    if let Some(sparsities) = &defaults.sparsity {
+        if sparsities.is_empty() {
+            return Err(("sparsity", "sparsity list is empty".into()));
+        }
+        for text in sparsities {
+            // Fractions need the window, which a layer may still set; check them there.
+            if text.contains(':') || defaults.window.is_some() {
+                parse_sparsity(text, defaults.window).map_err(|e| ("sparsity", e))?;
+            }
+        }
+    }
+    if let Some(l) = defaults.l {
+        if l == 0 || l > 128 {
+            return Err((
+                "L",
+                format!("vector length L={l} must be between 1 and 128"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_m_list(ms: &[usize]) -> Result<(), String> {
+    if ms.is_empty() {
+        return Err("m list is empty".into());
+    }
+    if ms.contains(&0) {
+        return Err("m must be at least 1".into());
+    }
+    Ok(())
+}
+
+fn parse_sparsity(text: &str, window: Option<u32>) -> Result<NmPattern, String> {
+    if text.contains(':') {
+        return NmPattern::parse(text, 0).map_err(|e| e.to_string());
+    }
+    let window = window.ok_or_else(|| {
+        format!("sparsity '{text}' is a fraction: set the window M (in the layer or in defaults)")
+    })?;
+    NmPattern::parse(text, window).map_err(|e| e.to_string())
+}
+
+/// The problems of one layer: every sparsity × every m, with overrides applied.
+fn expand_layer(layer: &RawLayer, defaults: &RawSettings) -> Result<Vec<Problem>, String> {
+    let ms = layer
+        .m
+        .as_ref()
+        .or(defaults.m.as_ref())
+        .ok_or("no m given: set m in the layer or in defaults")?;
+    check_m_list(ms)?;
+    let sparsities = layer
+        .sparsity
+        .as_ref()
+        .or(defaults.sparsity.as_ref())
+        .ok_or("no sparsity given: set sparsity in the layer or in defaults")?;
+    if sparsities.is_empty() {
+        return Err("sparsity list is empty".into());
+    }
+    let window = layer.window.or(defaults.window);
+    let l = layer
+        .l
+        .or(defaults.l)
+        .ok_or("no vector length given: set L in the layer or in defaults")?;
+    let mut problems = Vec::with_capacity(ms.len() * sparsities.len());
+    for text in sparsities {
+        let nm = parse_sparsity(text, window)?;
+        for &m in ms {
+            problems.push(Problem::new(m, layer.n, layer.k, nm, l).map_err(|e| e.to_string())?);
+        }
+    }
+    Ok(problems)
+}
+
+/// Where things start in the text, found by a line scan (serde_yaml gives no spans for values):
+/// top-level `defaults:` and its keys, `layers:` and the `-` line of each block-style item.
+#[derive(Default)]
+struct LineIndex {
+    is_blank: bool,
+    defaults: Option<usize>,
+    default_keys: HashMap<String, usize>,
+    layers: Option<usize>,
+    layer_items: Vec<usize>,
+}
+
+impl LineIndex {
+    fn scan(text: &str) -> Self {
+        let mut index = LineIndex {
+            is_blank: true,
+            ..Default::default()
+        };
+        let mut section = "";
+        let mut item_indent: Option<usize> = None;
+        for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l)) {
+            let content = line.trim_start();
+            if content.is_empty() || content.starts_with('#') {
+                continue;
+            }
+            index.is_blank = false;
+            let indent = line.len() - content.len();
+            let is_item = content == "-" || content.starts_with("- ");
+            if indent == 0 && !is_item {
+                section = index.top_level_key(content, number);
+                continue;
+            }
+            match section {
+                "layers" if is_item && *item_indent.get_or_insert(indent) == indent => {
+                    index.layer_items.push(number)
+                }
+                "defaults" => {
+                    if let Some((key, _)) = content.split_once(':') {
+                        index
+                            .default_keys
+                            .entry(key.trim().to_string())
+                            .or_insert(number);
+                    }
+                }
+                _ => {}
+            }
+        }
+        index
+    }
+
+    /// Record a top-level key's line; return the section it opens.
+    fn top_level_key(&mut self, content: &str, number: usize) -> &'static str {
+        let key = content.split(':').next().unwrap_or("").trim();
+        match key {
+            "defaults" => {
+                self.defaults.get_or_insert(number);
+                "defaults"
+            }
+            "layers" => {
+                self.layers.get_or_insert(number);
+                "layers"
+            }
+            _ => "",
+        }
+    }
+
+    /// The line of layer `index`, or the `layers:` line when the scan could not match items
+    /// to layers (flow style).
+    fn layer_line(&self, index: usize, layer_count: usize) -> Option<usize> {
+        if self.layer_items.len() == layer_count {
+            Some(self.layer_items[index])
+        } else {
+            self.layers
+        }
+    }
+
+    fn default_key_line(&self, key: &str) -> Option<usize> {
+        self.default_keys.get(key).copied().or(self.defaults)
+    }
+}

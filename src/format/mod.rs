@@ -5,8 +5,16 @@
 //! (w×n, w = k·N/M, row-major) and their positions inside the window form D (w×q, q = n/L).
 //! For packing kernels, [`ColInfo`] lists per (k-tile, n-tile) the A columns the tile needs.
 //!
-//! OWNER: format helper. The public items below are the contract the rest of the crate uses;
-//! their bodies are to be written.
+//! Submodules: [`prune`] (magnitude pruning with padding), [`compress`] (validated
+//! construction, accessors, decompression) and [`col_info`] (packing preprocessing).
+
+mod col_info;
+mod compress;
+mod prune;
+
+pub use col_info::build_col_info;
+pub use compress::{compress_pruned, decompress, try_decompress};
+pub use prune::{prune_and_compress, prune_and_compress_nk};
 
 use crate::problem::{NmPattern, ProblemError};
 use thiserror::Error;
@@ -17,7 +25,12 @@ pub enum FormatError {
     #[error(transparent)]
     Problem(#[from] ProblemError),
     #[error("weight has {got} elements, expected {rows}×{cols} = {expected}")]
-    SizeMismatch { got: usize, rows: usize, cols: usize, expected: usize },
+    SizeMismatch {
+        got: usize,
+        rows: usize,
+        cols: usize,
+        expected: usize,
+    },
     #[error("{what}: {detail}")]
     Invalid { what: &'static str, detail: String },
 }

@@ -1,0 +1,257 @@
+//! The shapes file: the shipped files, overrides, and one-line errors that place the fault.
+
+use nmtune::problem::{NmPattern, Problem};
+use nmtune::shapes::{load, parse, ShapeError};
+use std::collections::HashSet;
+use std::path::Path;
+
+fn repo_file(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("shapes")
+        .join(name)
+}
+
+fn parse_err(text: &str) -> ShapeError {
+    let err = parse(text, "test.yaml").expect_err("the file must be rejected");
+    let shown = err.to_string();
+    assert!(!shown.contains('\n'), "error must be one line: {shown:?}");
+    assert!(
+        shown.starts_with("test.yaml:"),
+        "error must name the file: {shown}"
+    );
+    err
+}
+
+fn nm(n: u32, m: u32) -> NmPattern {
+    NmPattern::new(n, m).unwrap()
+}
+
+#[test]
+fn llama_file_is_the_papers_400_problems() {
+    let set = load(&repo_file("llama.yaml")).unwrap();
+    let problems: HashSet<Problem> = set.problems().into_iter().collect();
+    assert_eq!(set.len(), 400);
+    assert_eq!(problems.len(), 400);
+    let pairs: HashSet<(usize, usize)> = problems.iter().map(|p| (p.n, p.k)).collect();
+    assert_eq!(pairs.len(), 20);
+    for (h, f) in [
+        (2048, 5632),
+        (4096, 11008),
+        (5120, 13824),
+        (6656, 17920),
+        (8192, 22016),
+    ] {
+        for pair in [(h, h), (3 * h, h), (h, f), (f, h)] {
+            assert!(pairs.contains(&pair), "missing (n, k) = {pair:?}");
+        }
+    }
+    let ms: HashSet<usize> = problems.iter().map(|p| p.m).collect();
+    assert_eq!(ms, HashSet::from([256, 512, 1024, 2048, 4096]));
+    let patterns: HashSet<NmPattern> = problems.iter().map(|p| p.nm).collect();
+    assert_eq!(
+        patterns,
+        HashSet::from([nm(16, 32), nm(12, 32), nm(8, 32), nm(4, 32)])
+    );
+    assert!(problems.iter().all(|p| p.l == 32));
+    let up = set
+        .entries
+        .iter()
+        .find(|e| (e.problem.n, e.problem.k) == (11008, 4096))
+        .unwrap();
+    assert_eq!(
+        (up.model.as_deref(), up.layer.as_deref()),
+        (Some("llama-7b"), Some("mlp_up"))
+    );
+}
+
+#[test]
+fn example_file_expands_defaults_and_overrides() {
+    let set = load(&repo_file("example.yaml")).unwrap();
+    assert_eq!(set.len(), 9);
+    let of_layer = |name: &str| -> Vec<Problem> {
+        set.entries
+            .iter()
+            .filter(|e| e.layer.as_deref() == Some(name))
+            .map(|e| e.problem)
+            .collect()
+    };
+    let q = of_layer("q_proj");
+    assert_eq!(q.len(), 4);
+    assert!(q.iter().any(|p| p.nm == nm(16, 32) && p.m == 1024));
+    let up: HashSet<usize> = of_layer("up_proj").iter().map(|p| p.m).collect();
+    assert_eq!(up, HashSet::from([1, 16]));
+    let down = of_layer("down_proj");
+    assert_eq!(
+        down,
+        vec![Problem::new(256, 4096, 11008, nm(2, 4), 16).unwrap()]
+    );
+}
+
+#[test]
+fn malformed_yaml_names_file_and_line() {
+    let text = "defaults:\n  m: [1, 2\n  L: 32\nlayers:\n  - { n: 64, k: 64 }\n";
+    let err = parse_err(text);
+    assert!(err.line.is_some() && err.column.is_some(), "{err}");
+    assert!(err.line.unwrap() >= 2, "{err}");
+    assert!(
+        err.message.contains("flow sequence"),
+        "the YAML fault itself is reported: {err}"
+    );
+}
+
+#[test]
+fn n_above_m_names_layer_and_its_line() {
+    let text = "\
+defaults:
+  m: [16]
+  L: 32
+layers:
+  - { model: llama-7b, name: q_proj, n: 4096, k: 4096, sparsity: \"8:32\" }
+  # a comment between layers
+  - model: llama-7b
+    name: up_proj
+    n: 11008
+    k: 4096
+    sparsity: [\"8:32\", \"33:32\"]
+";
+    let err = parse_err(text);
+    assert_eq!(err.line, Some(7), "{err}");
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with("test.yaml:7: layer 'up_proj' (llama-7b):"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("33:32") && shown.contains("N must not exceed M"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn bad_default_sparsity_points_at_its_line() {
+    let text =
+        "defaults:\n  m: 8\n  L: 32\n  sparsity: [\"0:32\"]\nlayers:\n  - { n: 64, k: 64 }\n";
+    let err = parse_err(text);
+    assert_eq!(err.line, Some(4), "{err}");
+    assert!(err.message.contains("defaults"), "{err}");
+}
+
+#[test]
+fn unknown_fields_are_errors() {
+    let err =
+        parse_err("layers:\n  - { n: 64, k: 64, m: 8, sparsity: \"2:4\", L: 4, colour: red }\n");
+    assert!(err.message.contains("colour"), "{err}");
+    assert_eq!(err.line, Some(2), "{err}");
+    let err = parse_err("defaults:\n  l: 32\nlayers:\n  - { n: 64, k: 64 }\n");
+    assert!(err.message.contains("unknown field `l`"), "{err}");
+    assert_eq!(err.line, Some(2), "{err}");
+    let err = parse_err("shapes:\n  - { n: 64, k: 64 }\n");
+    assert!(err.message.contains("shapes"), "{err}");
+}
+
+#[test]
+fn empty_files_and_empty_layer_lists_are_errors() {
+    let err = parse_err("");
+    assert!(err.message.contains("empty"), "{err}");
+    let err = parse_err("# only a comment\n\n");
+    assert!(err.message.contains("empty"), "{err}");
+    let err = parse_err("defaults:\n  m: 8\nlayers: []\n");
+    assert_eq!(err.line, Some(3), "{err}");
+    assert!(err.message.contains("no layers"), "{err}");
+    let err = parse_err("defaults:\n  m: 8\n");
+    assert!(err.message.contains("no layers"), "{err}");
+}
+
+#[test]
+fn fractional_sparsities_use_the_window() {
+    let text = "\
+defaults:
+  m: 64
+  L: 16
+  M: 16
+layers:
+  - { name: a, n: 64, k: 64, sparsity: [0.75, \"50%\", \"62.5%\"] }
+  - { name: b, n: 64, k: 64, sparsity: 0.5, M: 8 }
+";
+    let set = parse(text, "test.yaml").unwrap();
+    let patterns: Vec<NmPattern> = set.problems().iter().map(|p| p.nm).collect();
+    assert_eq!(patterns, vec![nm(4, 16), nm(8, 16), nm(6, 16), nm(4, 8)]);
+    // A fraction with no window anywhere says what to add.
+    let err = parse_err("layers:\n  - { n: 64, k: 64, m: 4, L: 16, sparsity: 0.75 }\n");
+    assert!(err.message.contains("set the window M"), "{err}");
+    // A fraction the window cannot express.
+    let err = parse_err("layers:\n  - { n: 64, k: 64, m: 4, L: 16, M: 32, sparsity: 0.3 }\n");
+    assert_eq!(err.line, Some(2), "{err}");
+}
+
+#[test]
+fn layer_m_list_overrides_defaults() {
+    let text = "\
+defaults: { m: [256, 512], sparsity: \"8:32\", L: 32 }
+layers:
+  - { name: a, n: 64, k: 64 }
+  - { name: b, n: 128, k: 64, m: [1, 16, 37] }
+";
+    let set = parse(text, "test.yaml").unwrap();
+    let ms = |name: &str| -> Vec<usize> {
+        set.entries
+            .iter()
+            .filter(|e| e.layer.as_deref() == Some(name))
+            .map(|e| e.problem.m)
+            .collect()
+    };
+    assert_eq!(ms("a"), vec![256, 512]);
+    assert_eq!(ms("b"), vec![1, 16, 37]);
+}
+
+#[test]
+fn duplicates_keep_the_first_layer() {
+    let text = "\
+defaults: { m: [8, 8], sparsity: [\"2:4\", \"0.5\"], M: 4, L: 4 }
+layers:
+  - { model: x, name: first, n: 64, k: 64 }
+  - { model: y, name: second, n: 64, k: 64 }
+";
+    let set = parse(text, "test.yaml").unwrap();
+    assert_eq!(set.len(), 1);
+    assert_eq!(set.entries[0].layer.as_deref(), Some("first"));
+    assert_eq!(set.entries[0].model.as_deref(), Some("x"));
+}
+
+#[test]
+fn unpadded_shapes_say_to_pad() {
+    let err = parse_err("layers:\n  - { n: 64, k: 60, m: 4, L: 16, sparsity: \"8:32\" }\n");
+    assert!(err.message.contains("pad"), "{err}");
+    let err = parse_err("layers:\n  - { n: 60, k: 64, m: 4, L: 16, sparsity: \"8:32\" }\n");
+    assert!(err.message.contains("pad"), "{err}");
+    assert!(
+        err.to_string().starts_with("test.yaml:2: layer #1:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_settings_and_bad_values_are_errors() {
+    let err = parse_err("layers:\n  - { n: 64, k: 64, sparsity: \"8:32\", L: 16 }\n");
+    assert!(err.message.contains("no m given"), "{err}");
+    let err = parse_err("layers:\n  - { n: 64, k: 64, m: 4, sparsity: \"8:32\" }\n");
+    assert!(err.message.contains("L"), "{err}");
+    let err = parse_err("layers:\n  - { n: 64, k: 64, m: -4, sparsity: \"8:32\", L: 16 }\n");
+    assert_eq!(err.line, Some(2), "{err}");
+    let err = parse_err("layers:\n  - { n: 64, k: 64, m: [], sparsity: \"8:32\", L: 16 }\n");
+    assert!(err.message.contains("empty"), "{err}");
+    let err = parse_err("layers:\n  - { n: 64, k: 64, m: 4, sparsity: \"8:32\", L: 256 }\n");
+    assert!(err.message.contains("L=256"), "{err}");
+}
+
+#[test]
+fn missing_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nope.yaml");
+    let err = load(&path).unwrap_err();
+    assert!(
+        err.to_string().starts_with(&path.display().to_string()),
+        "{err}"
+    );
+    assert!(err.message.contains("cannot read"), "{err}");
+}
