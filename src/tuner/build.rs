@@ -1,7 +1,7 @@
 //! The builder: render and compile every distinct kernel once, in parallel, through the
 //! on-disk NVRTC cache.
 
-use crate::codegen::{enumerate::compile_key, nvrtc, render, KernelConfig};
+use crate::codegen::{compile_key, nvrtc, render, KernelConfig};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;

@@ -140,11 +140,13 @@ impl<'w> Bench<'w> {
     fn launch(&mut self, gpu: &Gpu, kernel: &LoadedKernel, set: usize) -> Result<(), GpuError> {
         let cfg = kernel.config;
         let shape = self.shape();
-        let (indices, col_info, col_count) = if cfg.packing {
-            let info = self
-                .weight
-                .col_info(gpu, cfg.k_s, cfg.n_s)
+        if cfg.packing {
+            self.weight
+                .prepare_col_info(gpu, cfg.k_s, cfg.n_s)
                 .map_err(|e| GpuError::Driver { what: "building col_info".into(), detail: e.to_string() })?;
+        }
+        let packed = self.weight.col_info(cfg.k_s, cfg.n_s).filter(|_| cfg.packing);
+        let (indices, col_info, col_count) = if let Some(info) = packed {
             (&info.packed_indices, &info.columns, &info.counts)
         } else {
             (&self.weight.indices, &self.weight.indices, &self.weight.indices)

@@ -7,7 +7,7 @@ use super::measure::{Bench, Outcome, TimingPlan};
 use super::search::{candidates, Strategy};
 use super::workload::DeviceWeight;
 use super::{model, TuneError};
-use crate::codegen::{enumerate::compile_key, render::template_checksum, KernelConfig};
+use crate::codegen::{compile_key, render::template_checksum, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
 use crate::problem::Problem;

@@ -70,8 +70,8 @@ impl DeviceWeight {
         })
     }
 
-    /// col_info for a (k_s, n_s) tiling, built on first use and kept.
-    pub fn col_info(&mut self, gpu: &Gpu, k_s: u32, n_s: u32) -> Result<&DeviceColInfo, WorkloadError> {
+    /// Build col_info for a (k_s, n_s) tiling unless it exists.
+    pub fn prepare_col_info(&mut self, gpu: &Gpu, k_s: u32, n_s: u32) -> Result<(), WorkloadError> {
         if !self.col_infos.contains_key(&(k_s, n_s)) {
             let info: ColInfo = format::build_col_info(&self.host, k_s as usize, n_s as usize)?;
             let device = DeviceColInfo {
@@ -81,7 +81,12 @@ impl DeviceWeight {
             };
             self.col_infos.insert((k_s, n_s), device);
         }
-        Ok(&self.col_infos[&(k_s, n_s)])
+        Ok(())
+    }
+
+    /// col_info of a tiling prepared earlier.
+    pub fn col_info(&self, k_s: u32, n_s: u32) -> Option<&DeviceColInfo> {
+        self.col_infos.get(&(k_s, n_s))
     }
 }
 

@@ -1,0 +1,154 @@
+//! GPU correctness: every template family (packing on/off, each pipeline, split-K > 1) against
+//! the CPU reference at several shapes, m not a multiple of the tile, smallest and largest N:M,
+//! with alpha and beta both non-trivial. Skipped, visibly, where there is no GPU.
+
+use nmtune::codegen::{compile_key, validate, KernelConfig, Pipeline, WarpLayout};
+use nmtune::tuner::build::build_all;
+use nmtune::format::{self, CompressedWeight};
+use nmtune::gpu::{device, Gpu};
+use nmtune::problem::NmPattern;
+use nmtune::reference;
+use nmtune::tuner::kernels::{LaunchBuffers, LoadedKernel};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+fn gpu_or_skip() -> Option<Gpu> {
+    if !device::driver_present() {
+        eprintln!("SKIPPED: GPU tests (no NVIDIA driver on this machine)");
+        return None;
+    }
+    match Gpu::open(0) {
+        Ok(gpu) => Some(gpu),
+        Err(e) => {
+            eprintln!("SKIPPED: GPU tests ({e})");
+            None
+        }
+    }
+}
+
+fn random(len: usize, rng: &mut SmallRng) -> Vec<f32> {
+    (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
+}
+
+fn config(nm: NmPattern, l: u32, packing: bool, pipeline: Pipeline, split_k: u32, large: bool) -> KernelConfig {
+    let (m_s, n_s, m_t, n_t, warp) = if large {
+        (64, 128, 8, 8, WarpLayout::new(4, 8))
+    } else {
+        (32, 64, 8, 4, WarpLayout::new(4, 8))
+    };
+    KernelConfig { m_s, n_s, k_s: nm.m.max(32), m_t, n_t, warp, nm, l, packing, pipeline, split_k }
+}
+
+/// Run `kernel` on a random (m, n, k) instance and return the relative error against the CPU.
+fn error_of(gpu: &Gpu, kernel: &LoadedKernel, (m, n, k): (usize, usize, usize), seed: u64) -> f64 {
+    let cfg = &kernel.config;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let dense = random(k * n, &mut rng);
+    let (weight, _) = format::prune_and_compress(&dense, k, n, cfg.nm, cfg.l as usize).unwrap();
+    let a = random(m * k, &mut rng);
+    let c0 = random(m * n, &mut rng);
+    let (alpha, beta) = (1.25f32, -0.5f32);
+    let mut want = c0.clone();
+    reference::spmm(&a, m, &weight, alpha, beta, &mut want).unwrap();
+    let got = launch(gpu, kernel, &weight, &a, &c0, (m, n, k), alpha, beta);
+    reference::relative_error(&got, &want)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    gpu: &Gpu,
+    kernel: &LoadedKernel,
+    weight: &CompressedWeight,
+    a: &[f32],
+    c0: &[f32],
+    shape: (usize, usize, usize),
+    alpha: f32,
+    beta: f32,
+) -> Vec<f32> {
+    let cfg = kernel.config;
+    let (indices, columns, counts) = if cfg.packing {
+        let info = format::build_col_info(weight, cfg.k_s as usize, cfg.n_s as usize).unwrap();
+        (info.packed_indices, info.columns, info.counts)
+    } else {
+        (weight.indices_i32(), vec![0], vec![0])
+    };
+    let a_dev = gpu.upload(a).unwrap();
+    let b_dev = gpu.upload(&weight.values).unwrap();
+    let d_dev = gpu.upload(&indices).unwrap();
+    let cols_dev = gpu.upload(&columns).unwrap();
+    let counts_dev = gpu.upload(&counts).unwrap();
+    let mut c_dev = gpu.upload(c0).unwrap();
+    let mut ws = gpu.alloc(kernel.workspace_len(shape.0, shape.1).max(1)).unwrap();
+    let bufs = LaunchBuffers {
+        a: &a_dev,
+        b_values: &b_dev,
+        indices: &d_dev,
+        col_info: &cols_dev,
+        col_count: &counts_dev,
+        c: &mut c_dev,
+        workspace: &mut ws,
+    };
+    kernel.launch(gpu, bufs, shape, alpha, beta).unwrap();
+    gpu.synchronize().unwrap();
+    gpu.download(&c_dev).unwrap()
+}
+
+const BOUND: f64 = 1e-5;
+
+#[test]
+fn every_template_family_matches_the_cpu_reference() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let pipelines = [
+        Pipeline::Single,
+        Pipeline::RegisterDouble,
+        Pipeline::CpAsync { stages: 2 },
+        Pipeline::CpAsync { stages: 3 },
+        Pipeline::CpAsync { stages: 4 },
+    ];
+    let patterns = [(1, 4, 4), (2, 4, 8), (4, 32, 32), (8, 32, 32), (16, 32, 32), (32, 32, 32), (4, 8, 16)];
+    let shapes: [(usize, usize, usize); 3] = [(37, 128, 96), (100, 256, 256), (129, 192, 320)];
+    let mut configs = Vec::new();
+    for (n, m, l) in patterns {
+        let nm = NmPattern::new(n, m).unwrap();
+        for pipeline in pipelines {
+            for packing in [false, true] {
+                for split_k in [1, 2, 4] {
+                    for large in [false, true] {
+                        if packing && nm.is_dense() {
+                            continue;
+                        }
+                        let cfg = config(nm, l, packing, pipeline, split_k, large);
+                        if validate::validate(&cfg, gpu.profile()).is_ok() {
+                            configs.push(cfg);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
+    let built = build_all(&configs, &gpu.profile().arch(), &cache);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for cfg in &configs {
+        let b = match &built[&compile_key(cfg).name()] {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(format!("{}: build failed: {e}", cfg.name()));
+                continue;
+            }
+        };
+        let kernel = LoadedKernel::load(&gpu, *cfg, &b.source, &b.compiled.cubin).unwrap();
+        for (i, shape) in shapes.iter().enumerate() {
+            let k = shape.2.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
+            let n_cols = shape.1.div_ceil(cfg.l as usize) * cfg.l as usize;
+            let err = error_of(&gpu, &kernel, (shape.0, n_cols, k), i as u64);
+            checked += 1;
+            if !(err < BOUND) {
+                failures.push(format!("{} at {:?}: rel error {err:.3e}", cfg.name(), (shape.0, n_cols, k)));
+            }
+        }
+    }
+    eprintln!("GPU correctness: {checked} (config, shape) pairs checked, {} failed", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
