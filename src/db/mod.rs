@@ -1,8 +1,8 @@
 //! The tuning database: every kernel configuration tried, per GPU and problem, and the best one
 //! of each pair, in one SQLite file.
 //!
-//! The API is synchronous: a [`Database`] owns a single-threaded tokio runtime and an sqlx pool
-//! and blocks on each call, so the tuner and the runtime lookup need no async code. Before
+//! The API is synchronous: a [`Database`] owns a single-threaded tokio runtime and one sqlx
+//! connection and blocks on each call, so the tuner and the runtime lookup need no async code. Before
 //! anything is written to an existing file it is checked to be an nmtune database (SQLite
 //! header, `PRAGMA application_id`, the `meta` table, the schema version); anything else is
 //! refused and left untouched. Writes run in `BEGIN IMMEDIATE` transactions under WAL with a
@@ -24,14 +24,12 @@ use crate::problem::Problem;
 use error::{from_migrate, from_sqlx, io_error};
 use identity::{identify, inspect_on_disk, Contents, OnDisk};
 use sqlx::migrate::Migrator;
-use sqlx::pool::PoolConnection;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use sqlx::{ConnectOptions, Connection, Sqlite, Transaction};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, Sqlite, SqliteConnection, Transaction};
 use std::collections::HashSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// The schema, embedded at build time from `migrations/`.
@@ -39,14 +37,18 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
 /// How long a writer waits for another one before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections per handle: reads run side by side under WAL, writes queue in SQLite.
-const MAX_CONNECTIONS: u32 = 4;
 
 /// An open tuning database.
+///
+/// One SQLite connection per handle, behind a mutex: calls from several threads queue, and
+/// closing is deterministic (an sqlx pool returns connections in background tasks, and its
+/// `close` can finish with one still open, leaving the data in the `-wal` file instead of the
+/// database file). Open one handle per thread for parallel reads.
 pub struct Database {
-    // Declared before `runtime`: the pool is closed on the runtime in `drop`.
-    pool: SqlitePool,
-    runtime: tokio::runtime::Runtime,
+    /// `None` only while dropping.
+    conn: Mutex<Option<SqliteConnection>>,
+    /// `None` only while dropping.
+    runtime: Option<tokio::runtime::Runtime>,
     path: PathBuf,
     read_only: bool,
 }
@@ -56,25 +58,29 @@ impl Database {
     /// the path does not exist or is an empty file, and bringing its schema up to date.
     pub fn open(path: &Path) -> Result<Self, DbError> {
         let runtime = new_runtime(path)?;
-        let pool = block_on(&runtime, open_read_write(path))?;
-        Ok(Self {
-            pool,
-            runtime,
-            path: path.to_path_buf(),
-            read_only: false,
-        })
+        let conn = block_on(&runtime, open_read_write(path))?;
+        Ok(Self::new(path, runtime, conn, false))
     }
 
     /// Open an existing tuning database for reading only; nothing is created or changed.
     pub fn open_read_only(path: &Path) -> Result<Self, DbError> {
         let runtime = new_runtime(path)?;
-        let pool = block_on(&runtime, open_read_only(path))?;
-        Ok(Self {
-            pool,
-            runtime,
+        let conn = block_on(&runtime, open_read_only(path))?;
+        Ok(Self::new(path, runtime, conn, true))
+    }
+
+    fn new(
+        path: &Path,
+        runtime: tokio::runtime::Runtime,
+        conn: SqliteConnection,
+        read_only: bool,
+    ) -> Self {
+        Self {
+            conn: Mutex::new(Some(conn)),
+            runtime: Some(runtime),
             path: path.to_path_buf(),
-            read_only: true,
-        })
+            read_only,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -87,8 +93,10 @@ impl Database {
 
     /// Store (or refresh) a GPU's profile.
     pub fn upsert_gpu(&self, profile: &GpuProfile) -> Result<(), DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
         self.run(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.begin_write(conn).await?;
             store::upsert_gpu(&mut tx, &self.path, profile).await?;
             self.commit(tx).await
         })
@@ -96,10 +104,9 @@ impl Database {
 
     /// The profile stored for a GPU, `None` for an unknown GPU or one known only by name.
     pub fn gpu_profile(&self, name: &str) -> Result<Option<GpuProfile>, DbError> {
-        self.run(async {
-            let mut conn = self.acquire().await?;
-            store::gpu_profile(&mut conn, &self.path, name).await
-        })
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::gpu_profile(conn, &self.path, name))
     }
 
     /// Record one measurement in one transaction: its GPU (by name) and problem are added when
@@ -111,8 +118,10 @@ impl Database {
 
     /// Record a batch in one transaction: all of it lands or none.
     pub fn record_all(&self, ms: &[Measurement]) -> Result<(), DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
         self.run(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.begin_write(conn).await?;
             for m in ms {
                 store::record(&mut tx, &self.path, m).await?;
             }
@@ -130,8 +139,10 @@ impl Database {
         source: Source,
     ) -> Result<(), DbError> {
         let completed_at = now_rfc3339();
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
         self.run(async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.begin_write(conn).await?;
             let key = (gpu, problem);
             let run = (checksum, strategy, source);
             store::mark_problem_done(&mut tx, &self.path, key, run, &completed_at).await?;
@@ -147,10 +158,14 @@ impl Database {
         checksum: &str,
         source: Source,
     ) -> Result<bool, DbError> {
-        self.run(async {
-            let mut conn = self.acquire().await?;
-            store::is_problem_done(&mut conn, &self.path, (gpu, problem), (checksum, source)).await
-        })
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::is_problem_done(
+            conn,
+            &self.path,
+            (gpu, problem),
+            (checksum, source),
+        ))
     }
 
     /// Names of the kernels already recorded (any status) for this key, so that a resumed
@@ -162,51 +177,52 @@ impl Database {
         checksum: &str,
         source: Source,
     ) -> Result<HashSet<String>, DbError> {
-        let names = self.run(async {
-            let mut conn = self.acquire().await?;
-            store::measured_kernels(&mut conn, &self.path, (gpu, problem), (checksum, source)).await
-        })?;
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        let names = self.run(store::measured_kernels(
+            conn,
+            &self.path,
+            (gpu, problem),
+            (checksum, source),
+        ))?;
         Ok(names.into_iter().collect())
     }
 
     /// The best measurement of every (GPU, problem), or of one GPU's problems, ordered by GPU
     /// name, then m, n, k, N, M, L.
     pub fn best_entries(&self, gpu: Option<&str>) -> Result<Vec<Measurement>, DbError> {
-        self.run(async {
-            let mut conn = self.acquire().await?;
-            store::best_entries(&mut conn, &self.path, gpu).await
-        })
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::best_entries(conn, &self.path, gpu))
     }
 
     /// The best measurement of one problem on one GPU, if any was good enough.
     pub fn best_for(&self, gpu: &str, problem: &Problem) -> Result<Option<Measurement>, DbError> {
-        self.run(async {
-            let mut conn = self.acquire().await?;
-            store::best_for(&mut conn, &self.path, gpu, problem).await
-        })
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::best_for(conn, &self.path, gpu, problem))
     }
 
     /// Every measurement, or one GPU's, in the order of [`Database::best_entries`], then by
     /// kernel name.
     pub fn measurements(&self, gpu: Option<&str>) -> Result<Vec<Measurement>, DbError> {
-        self.run(async {
-            let mut conn = self.acquire().await?;
-            store::measurements(&mut conn, &self.path, gpu).await
-        })
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::measurements(conn, &self.path, gpu))
     }
 
     /// Names of the GPUs in the database, sorted.
     pub fn gpus(&self) -> Result<Vec<String>, DbError> {
-        self.run(async {
-            let mut conn = self.acquire().await?;
-            store::gpu_names(&mut conn, &self.path).await
-        })
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::gpu_names(conn, &self.path))
     }
 
     /// Run SQLite's `PRAGMA quick_check` over the whole file (slow on large files).
     pub fn check_integrity(&self) -> Result<(), DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
         self.run(async {
-            let mut conn = self.acquire().await?;
             let verdict: String = sqlx::query_scalar("PRAGMA quick_check")
                 .fetch_one(&mut *conn)
                 .await
@@ -218,47 +234,76 @@ impl Database {
         })
     }
 
+    /// The connection's lock. A panic in another thread while holding it cannot leave a
+    /// transaction open (sqlx rolls back a dropped one), so a poisoned lock is still usable.
+    fn lock(&self) -> MutexGuard<'_, Option<SqliteConnection>> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn connection<'g>(
+        &self,
+        guard: &'g mut Option<SqliteConnection>,
+    ) -> Result<&'g mut SqliteConnection, DbError> {
+        guard.as_mut().ok_or_else(|| self.closed())
+    }
+
+    fn closed(&self) -> DbError {
+        io_error(&self.path, "the database handle is closed")
+    }
+
     fn run<T: Send>(
         &self,
         future: impl Future<Output = Result<T, DbError>> + Send,
     ) -> Result<T, DbError> {
-        block_on(&self.runtime, future)
-    }
-
-    async fn acquire(&self) -> Result<PoolConnection<Sqlite>, DbError> {
-        self.pool
-            .acquire()
-            .await
-            .map_err(|err| from_sqlx(&self.path, err))
+        match &self.runtime {
+            Some(runtime) => block_on(runtime, future),
+            None => Err(self.closed()),
+        }
     }
 
     /// Start a write transaction. IMMEDIATE takes the write lock up front, so two writers
     /// queue on the busy timeout instead of one failing when it upgrades a read to a write.
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, DbError> {
+    async fn begin_write<'c>(
+        &self,
+        conn: &'c mut SqliteConnection,
+    ) -> Result<Transaction<'c, Sqlite>, DbError> {
         if self.read_only {
             return Err(DbError::ReadOnly {
                 path: self.path.clone(),
             });
         }
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
+        conn.begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|err| from_sqlx(&self.path, err))
     }
 
-    async fn commit(&self, tx: Transaction<'static, Sqlite>) -> Result<(), DbError> {
+    async fn commit(&self, tx: Transaction<'_, Sqlite>) -> Result<(), DbError> {
         tx.commit().await.map_err(|err| from_sqlx(&self.path, err))
     }
 }
 
 impl Drop for Database {
-    /// Close every connection, so that the last one checkpoints the WAL into the file.
+    /// Close the connection and wait for it, so that SQLite checkpoints the write-ahead log
+    /// into the database file before the handle is gone.
     fn drop(&mut self) {
-        let pool = self.pool.clone();
-        let _ = block_on(&self.runtime, async move {
-            pool.close().await;
-            Ok(())
-        });
+        let conn = self
+            .conn
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        if let Some(conn) = conn {
+            let path = self.path.clone();
+            let _ = block_on(&runtime, async move {
+                conn.close().await.map_err(|err| from_sqlx(&path, err))
+            });
+        }
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Dropping a runtime inside another one panics; this variant does not block.
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -307,17 +352,12 @@ fn base_options(path: &Path) -> SqliteConnectOptions {
         .foreign_keys(true)
 }
 
-async fn connect(path: &Path, options: SqliteConnectOptions) -> Result<SqlitePool, DbError> {
-    SqlitePoolOptions::new()
-        .max_connections(MAX_CONNECTIONS)
-        .min_connections(0)
-        .connect_with(options)
-        .await
-        .map_err(|err| from_sqlx(path, err))
+async fn connect(path: &Path, options: SqliteConnectOptions) -> Result<SqliteConnection, DbError> {
+    options.connect().await.map_err(|err| from_sqlx(path, err))
 }
 
 /// Check the file, then create or migrate it. Nothing is written before the checks pass.
-async fn open_read_write(path: &Path) -> Result<SqlitePool, DbError> {
+async fn open_read_write(path: &Path) -> Result<SqliteConnection, DbError> {
     match inspect_on_disk(path)? {
         OnDisk::Absent => create_parent_dir(path)?,
         OnDisk::Empty => {}
@@ -328,21 +368,17 @@ async fn open_read_write(path: &Path) -> Result<SqlitePool, DbError> {
         .journal_mode(SqliteJournalMode::Wal)
         // Safe from corruption under WAL; a power cut may lose the last few results only.
         .synchronous(SqliteSynchronous::Normal);
-    let pool = connect(path, options).await?;
-    if let Err(err) = migrate(&pool, path).await {
-        pool.close().await;
+    let mut conn = connect(path, options).await?;
+    if let Err(err) = migrate(&mut conn, path).await {
+        let _ = conn.close().await;
         return Err(err);
     }
-    Ok(pool)
+    Ok(conn)
 }
 
 /// Identify an existing SQLite file through a throwaway read-only connection.
 async fn check_existing_for_writing(path: &Path) -> Result<(), DbError> {
-    let mut conn = base_options(path)
-        .read_only(true)
-        .connect()
-        .await
-        .map_err(|err| from_sqlx(path, err))?;
+    let mut conn = connect(path, base_options(path).read_only(true)).await?;
     let contents = identify(&mut conn, path).await;
     let _ = conn.close().await;
     match contents? {
@@ -368,17 +404,19 @@ fn create_parent_dir(path: &Path) -> Result<(), DbError> {
 
 /// Apply pending migrations. If another process initialised the same new file at the same
 /// moment, the first attempt fails on its tables; a second attempt then finds them applied.
-async fn migrate(pool: &SqlitePool, path: &Path) -> Result<(), DbError> {
-    let Err(first) = MIGRATOR.run(pool).await else {
+/// (`run_direct` is `run` without the `Acquire` indirection, whose lifetimes defeat the
+/// compiler's proof that this future is `Send`.)
+async fn migrate(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
+    let Err(first) = MIGRATOR.run_direct(conn).await else {
         return Ok(());
     };
     MIGRATOR
-        .run(pool)
+        .run_direct(conn)
         .await
         .map_err(|_| from_migrate(path, first))
 }
 
-async fn open_read_only(path: &Path) -> Result<SqlitePool, DbError> {
+async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
     let not_nmtune = || DbError::NotNmtune {
         path: path.to_path_buf(),
     };
@@ -391,18 +429,17 @@ async fn open_read_only(path: &Path) -> Result<SqlitePool, DbError> {
         OnDisk::Empty => return Err(not_nmtune()),
         OnDisk::Sqlite => {}
     }
-    let pool = connect(path, base_options(path).read_only(true)).await?;
-    let checked = check_readable(&pool, path).await;
-    if checked.is_err() {
-        pool.close().await;
+    let mut conn = connect(path, base_options(path).read_only(true)).await?;
+    if let Err(err) = check_readable(&mut conn, path).await {
+        let _ = conn.close().await;
+        return Err(err);
     }
-    checked.map(|_| pool)
+    Ok(conn)
 }
 
 /// A read-only handle can neither create nor migrate: the schema must be exactly this build's.
-async fn check_readable(pool: &SqlitePool, path: &Path) -> Result<(), DbError> {
-    let mut conn = pool.acquire().await.map_err(|err| from_sqlx(path, err))?;
-    let (found, supported) = match identify(&mut conn, path).await? {
+async fn check_readable(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
+    let (found, supported) = match identify(conn, path).await? {
         Contents::Blank => {
             return Err(DbError::NotNmtune {
                 path: path.to_path_buf(),
