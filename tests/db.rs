@@ -696,3 +696,24 @@ fn usable_from_inside_an_async_runtime() {
     });
     assert_eq!(read_back, vec![m]);
 }
+
+#[test]
+fn simultaneous_first_opens_of_a_new_file_all_succeed() {
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tune.db");
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| Database::open(&path).map(drop)))
+                .collect();
+            for handle in handles {
+                handle.join().unwrap().unwrap();
+            }
+        });
+        assert!(Database::open_read_only(&path)
+            .unwrap()
+            .gpus()
+            .unwrap()
+            .is_empty());
+    }
+}
