@@ -1,3 +1,475 @@
-//! The tuning database (SQLite through sqlx).
+//! The tuning database: every kernel configuration tried, per GPU and problem, and the best one
+//! of each pair, in one SQLite file.
 //!
-//! OWNER: db helper.
+//! The API is synchronous: a [`Database`] owns a single-threaded tokio runtime and one sqlx
+//! connection and blocks on each call, so the tuner and the runtime lookup need no async code. Before
+//! anything is written to an existing file it is checked to be an nmtune database (SQLite
+//! header, `PRAGMA application_id`, the `meta` table, the schema version); anything else is
+//! refused and left untouched. Writes run in `BEGIN IMMEDIATE` transactions under WAL with a
+//! 10 s busy timeout, so several processes may record into one file.
+
+mod best;
+mod error;
+mod identity;
+mod store;
+mod types;
+
+pub use best::{better, can_be_best};
+pub use error::DbError;
+pub use identity::{APPLICATION_ID, APPLICATION_NAME, SCHEMA_VERSION};
+pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
+
+use crate::gpu::GpuProfile;
+use crate::problem::Problem;
+use error::{from_migrate, from_sqlx, io_error};
+use identity::{identify, inspect_on_disk, Contents, OnDisk};
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, Sqlite, SqliteConnection, Transaction};
+use std::collections::HashSet;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// The schema, embedded at build time from `migrations/`.
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// How long a writer waits for another one before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An open tuning database.
+///
+/// One SQLite connection per handle, behind a mutex: calls from several threads queue, and
+/// closing is deterministic (an sqlx pool returns connections in background tasks, and its
+/// `close` can finish with one still open, leaving the data in the `-wal` file instead of the
+/// database file). Open one handle per thread for parallel reads.
+pub struct Database {
+    /// `None` only while dropping.
+    conn: Mutex<Option<SqliteConnection>>,
+    /// `None` only while dropping.
+    runtime: Option<tokio::runtime::Runtime>,
+    path: PathBuf,
+    read_only: bool,
+}
+
+impl Database {
+    /// Open a tuning database for reading and writing, creating it (and its directory) when
+    /// the path does not exist or is an empty file, and bringing its schema up to date.
+    pub fn open(path: &Path) -> Result<Self, DbError> {
+        let runtime = new_runtime(path)?;
+        let conn = block_on(&runtime, open_read_write(path))?;
+        Ok(Self::new(path, runtime, conn, false))
+    }
+
+    /// Open an existing tuning database for reading only; nothing is created or changed.
+    pub fn open_read_only(path: &Path) -> Result<Self, DbError> {
+        let runtime = new_runtime(path)?;
+        let conn = block_on(&runtime, open_read_only(path))?;
+        Ok(Self::new(path, runtime, conn, true))
+    }
+
+    fn new(
+        path: &Path,
+        runtime: tokio::runtime::Runtime,
+        conn: SqliteConnection,
+        read_only: bool,
+    ) -> Self {
+        Self {
+            conn: Mutex::new(Some(conn)),
+            runtime: Some(runtime),
+            path: path.to_path_buf(),
+            read_only,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Store (or refresh) a GPU's profile.
+    pub fn upsert_gpu(&self, profile: &GpuProfile) -> Result<(), DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(async {
+            let mut tx = self.begin_write(conn).await?;
+            store::upsert_gpu(&mut tx, &self.path, profile).await?;
+            self.commit(tx).await
+        })
+    }
+
+    /// The profile stored for a GPU, `None` for an unknown GPU or one known only by name.
+    pub fn gpu_profile(&self, name: &str) -> Result<Option<GpuProfile>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::gpu_profile(conn, &self.path, name))
+    }
+
+    /// Record one measurement in one transaction: its GPU (by name) and problem are added when
+    /// new, an earlier row with the same key (GPU, problem, kernel, template checksum, source)
+    /// is replaced, and the best entry of the (GPU, problem) is updated by [`better`].
+    pub fn record(&self, m: &Measurement) -> Result<(), DbError> {
+        self.record_all(std::slice::from_ref(m))
+    }
+
+    /// Record a batch in one transaction: all of it lands or none.
+    pub fn record_all(&self, ms: &[Measurement]) -> Result<(), DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(async {
+            let mut tx = self.begin_write(conn).await?;
+            for m in ms {
+                store::record(&mut tx, &self.path, m).await?;
+            }
+            self.commit(tx).await
+        })
+    }
+
+    /// Mark the search of `problem` on `gpu` finished for these templates and source.
+    pub fn mark_problem_done(
+        &self,
+        gpu: &str,
+        problem: &Problem,
+        checksum: &str,
+        strategy: &str,
+        source: Source,
+    ) -> Result<(), DbError> {
+        let completed_at = now_rfc3339();
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(async {
+            let mut tx = self.begin_write(conn).await?;
+            let key = (gpu, problem);
+            let run = (checksum, strategy, source);
+            store::mark_problem_done(&mut tx, &self.path, key, run, &completed_at).await?;
+            self.commit(tx).await
+        })
+    }
+
+    /// Whether [`Database::mark_problem_done`] was called for this key.
+    pub fn is_problem_done(
+        &self,
+        gpu: &str,
+        problem: &Problem,
+        checksum: &str,
+        source: Source,
+    ) -> Result<bool, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::is_problem_done(
+            conn,
+            &self.path,
+            (gpu, problem),
+            (checksum, source),
+        ))
+    }
+
+    /// Names of the kernels already recorded (any status) for this key, so that a resumed
+    /// search skips them.
+    pub fn measured_kernels(
+        &self,
+        gpu: &str,
+        problem: &Problem,
+        checksum: &str,
+        source: Source,
+    ) -> Result<HashSet<String>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        let names = self.run(store::measured_kernels(
+            conn,
+            &self.path,
+            (gpu, problem),
+            (checksum, source),
+        ))?;
+        Ok(names.into_iter().collect())
+    }
+
+    /// The best measurement of every (GPU, problem), or of one GPU's problems, ordered by GPU
+    /// name, then m, n, k, N, M, L.
+    pub fn best_entries(&self, gpu: Option<&str>) -> Result<Vec<Measurement>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::best_entries(conn, &self.path, gpu))
+    }
+
+    /// The best measurement of one problem on one GPU, if any was good enough.
+    pub fn best_for(&self, gpu: &str, problem: &Problem) -> Result<Option<Measurement>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::best_for(conn, &self.path, gpu, problem))
+    }
+
+    /// Every measurement, or one GPU's, in the order of [`Database::best_entries`], then by
+    /// kernel name.
+    pub fn measurements(&self, gpu: Option<&str>) -> Result<Vec<Measurement>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::measurements(conn, &self.path, gpu))
+    }
+
+    /// Names of the GPUs in the database, sorted.
+    pub fn gpus(&self) -> Result<Vec<String>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::gpu_names(conn, &self.path))
+    }
+
+    /// Run SQLite's `PRAGMA quick_check` over the whole file (slow on large files).
+    pub fn check_integrity(&self) -> Result<(), DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(async {
+            let verdict: String = sqlx::query_scalar("PRAGMA quick_check")
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(|err| from_sqlx(&self.path, err))?;
+            match verdict.as_str() {
+                "ok" => Ok(()),
+                _ => Err(error::corrupt(&self.path, verdict)),
+            }
+        })
+    }
+
+    /// The connection's lock. A panic in another thread while holding it cannot leave a
+    /// transaction open (sqlx rolls back a dropped one), so a poisoned lock is still usable.
+    fn lock(&self) -> MutexGuard<'_, Option<SqliteConnection>> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn connection<'g>(
+        &self,
+        guard: &'g mut Option<SqliteConnection>,
+    ) -> Result<&'g mut SqliteConnection, DbError> {
+        guard.as_mut().ok_or_else(|| self.closed())
+    }
+
+    fn closed(&self) -> DbError {
+        io_error(&self.path, "the database handle is closed")
+    }
+
+    fn run<T: Send>(
+        &self,
+        future: impl Future<Output = Result<T, DbError>> + Send,
+    ) -> Result<T, DbError> {
+        match &self.runtime {
+            Some(runtime) => block_on(runtime, future),
+            None => Err(self.closed()),
+        }
+    }
+
+    /// Start a write transaction. IMMEDIATE takes the write lock up front, so two writers
+    /// queue on the busy timeout instead of one failing when it upgrades a read to a write.
+    async fn begin_write<'c>(
+        &self,
+        conn: &'c mut SqliteConnection,
+    ) -> Result<Transaction<'c, Sqlite>, DbError> {
+        if self.read_only {
+            return Err(DbError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        conn.begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|err| from_sqlx(&self.path, err))
+    }
+
+    async fn commit(&self, tx: Transaction<'_, Sqlite>) -> Result<(), DbError> {
+        tx.commit().await.map_err(|err| from_sqlx(&self.path, err))
+    }
+}
+
+impl Drop for Database {
+    /// Close the connection and wait for it, so that SQLite checkpoints the write-ahead log
+    /// into the database file before the handle is gone.
+    fn drop(&mut self) {
+        let conn = self
+            .conn
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        if let Some(conn) = conn {
+            let path = self.path.clone();
+            let _ = block_on(&runtime, async move {
+                conn.close().await.map_err(|err| from_sqlx(&path, err))
+            });
+        }
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Dropping a runtime inside another one panics; this variant does not block.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("path", &self.path)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+fn new_runtime(path: &Path) -> Result<tokio::runtime::Runtime, DbError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| io_error(path, format!("cannot start the database runtime: {err}")))
+}
+
+/// Drive `future` to completion on `runtime`. Called from inside another tokio runtime (where
+/// blocking on a second one would panic), it runs on a scoped helper thread instead.
+fn block_on<T: Send>(
+    runtime: &tokio::runtime::Runtime,
+    future: impl Future<Output = Result<T, DbError>> + Send,
+) -> Result<T, DbError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return runtime.block_on(future);
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| runtime.block_on(future))
+            .join()
+            .unwrap_or_else(|_| {
+                Err(DbError::Io {
+                    path: PathBuf::new(),
+                    detail: "database worker thread panicked".into(),
+                })
+            })
+    })
+}
+
+fn base_options(path: &Path) -> SqliteConnectOptions {
+    SqliteConnectOptions::new()
+        .filename(path)
+        .busy_timeout(BUSY_TIMEOUT)
+        .foreign_keys(true)
+}
+
+async fn connect(path: &Path, options: SqliteConnectOptions) -> Result<SqliteConnection, DbError> {
+    options.connect().await.map_err(|err| from_sqlx(path, err))
+}
+
+/// Check the file, then create or migrate it. Nothing is written before the checks pass.
+async fn open_read_write(path: &Path) -> Result<SqliteConnection, DbError> {
+    match inspect_on_disk(path)? {
+        OnDisk::Absent => create_parent_dir(path)?,
+        OnDisk::Empty => {}
+        OnDisk::Sqlite => check_existing_for_writing(path).await?,
+    }
+    let options = base_options(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // Safe from corruption under WAL; a power cut may lose the last few results only.
+        .synchronous(SqliteSynchronous::Normal);
+    let mut conn = connect(path, options).await?;
+    if let Err(err) = migrate(&mut conn, path).await {
+        let _ = conn.close().await;
+        return Err(err);
+    }
+    Ok(conn)
+}
+
+/// Identify an existing SQLite file through a throwaway read-only connection.
+async fn check_existing_for_writing(path: &Path) -> Result<(), DbError> {
+    let mut conn = connect(path, base_options(path).read_only(true)).await?;
+    let contents = identify(&mut conn, path).await;
+    let _ = conn.close().await;
+    match contents? {
+        Contents::Nmtune { schema_version } if schema_version > SCHEMA_VERSION => {
+            Err(DbError::NewerSchema {
+                path: path.to_path_buf(),
+                found: schema_version,
+                supported: SCHEMA_VERSION,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+fn create_parent_dir(path: &Path) -> Result<(), DbError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(dir).map_err(|err| io_error(path, err))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Apply pending migrations. If another process initialised the same new file at the same
+/// moment, the first attempt fails on its tables; a second attempt then finds them applied.
+/// (`run_direct` is `run` without the `Acquire` indirection, whose lifetimes defeat the
+/// compiler's proof that this future is `Send`.)
+async fn migrate(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
+    let Err(first) = MIGRATOR.run_direct(conn).await else {
+        return Ok(());
+    };
+    MIGRATOR
+        .run_direct(conn)
+        .await
+        .map_err(|_| from_migrate(path, first))
+}
+
+async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
+    let not_nmtune = || DbError::NotNmtune {
+        path: path.to_path_buf(),
+    };
+    match inspect_on_disk(path)? {
+        OnDisk::Absent => {
+            return Err(DbError::Missing {
+                path: path.to_path_buf(),
+            })
+        }
+        OnDisk::Empty => return Err(not_nmtune()),
+        OnDisk::Sqlite => {}
+    }
+    let mut conn = connect(path, base_options(path).read_only(true)).await?;
+    if let Err(err) = check_readable(&mut conn, path).await {
+        let _ = conn.close().await;
+        return Err(err);
+    }
+    Ok(conn)
+}
+
+/// A read-only handle can neither create nor migrate: the schema must be exactly this build's.
+async fn check_readable(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
+    let (found, supported) = match identify(conn, path).await? {
+        Contents::Blank => {
+            return Err(DbError::NotNmtune {
+                path: path.to_path_buf(),
+            })
+        }
+        Contents::Nmtune { schema_version } => (schema_version, SCHEMA_VERSION),
+    };
+    let path = path.to_path_buf();
+    match found.cmp(&supported) {
+        std::cmp::Ordering::Greater => Err(DbError::NewerSchema {
+            path,
+            found,
+            supported,
+        }),
+        std::cmp::Ordering::Less => Err(DbError::OlderSchema {
+            path,
+            found,
+            supported,
+        }),
+        std::cmp::Ordering::Equal => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_version_matches_the_last_migration() {
+        let last = MIGRATOR.iter().map(|m| m.version).max();
+        assert_eq!(last, Some(SCHEMA_VERSION));
+    }
+}

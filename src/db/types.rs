@@ -1,0 +1,173 @@
+//! What the database stores: one [`Measurement`] per kernel configuration tried.
+
+use crate::codegen::KernelConfig;
+use crate::problem::Problem;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Where a time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Timed on a GPU.
+    Measured,
+    /// Predicted by the performance model, without a GPU.
+    Model,
+    /// Imported from an earlier log or database.
+    Replay,
+}
+
+impl Source {
+    pub const ALL: [Source; 3] = [Source::Measured, Source::Model, Source::Replay];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Source::Measured => "measured",
+            Source::Model => "model",
+            Source::Replay => "replay",
+        }
+    }
+
+    /// Trust in a time from this source: a prediction never displaces a real timing.
+    pub(crate) fn rank(&self) -> u8 {
+        match self {
+            Source::Measured | Source::Replay => 2,
+            Source::Model => 1,
+        }
+    }
+}
+
+/// A string that names no [`Source`] or [`Status`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} '{text}' (expected one of: {expected})")]
+pub struct ParseEnumError {
+    pub what: &'static str,
+    pub text: String,
+    pub expected: String,
+}
+
+impl FromStr for Source {
+    type Err = ParseEnumError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        parse_named(text, "source", &Source::ALL, Source::as_str)
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How trying one configuration ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Compiled, ran and was timed.
+    Ok,
+    CompileFailed,
+    LaunchFailed,
+    /// Ran but its output did not match the reference.
+    WrongResult,
+    /// Stopped early, e.g. clearly slower than the best so far.
+    Abandoned,
+    /// Broke a resource constraint before rendering.
+    Rejected,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Ok,
+        Status::CompileFailed,
+        Status::LaunchFailed,
+        Status::WrongResult,
+        Status::Abandoned,
+        Status::Rejected,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::CompileFailed => "compile_failed",
+            Status::LaunchFailed => "launch_failed",
+            Status::WrongResult => "wrong_result",
+            Status::Abandoned => "abandoned",
+            Status::Rejected => "rejected",
+        }
+    }
+}
+
+impl FromStr for Status {
+    type Err = ParseEnumError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        parse_named(text, "status", &Status::ALL, Status::as_str)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn parse_named<T: Copy>(
+    text: &str,
+    what: &'static str,
+    all: &[T],
+    name: fn(&T) -> &'static str,
+) -> Result<T, ParseEnumError> {
+    let wanted = text.trim().to_ascii_lowercase();
+    all.iter()
+        .find(|v| name(v) == wanted)
+        .copied()
+        .ok_or_else(|| ParseEnumError {
+            what,
+            text: text.to_string(),
+            expected: all.iter().map(name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// One kernel configuration tried on one problem on one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Short GPU name ("h100"), the key of the `gpus` table.
+    pub gpu: String,
+    pub problem: Problem,
+    pub config: KernelConfig,
+    pub status: Status,
+    /// Why it failed, one line; `None` when it worked.
+    pub error: Option<String>,
+    /// Median and minimum kernel time, microseconds (for `Source::Model`, the prediction).
+    pub median_us: Option<f64>,
+    pub min_us: Option<f64>,
+    /// Timed launches behind the median.
+    pub runs: u32,
+    /// Output matched the CPU reference.
+    pub verified: bool,
+    pub max_rel_error: Option<f64>,
+    /// cuBLAS SGEMM on the same shape in the same process.
+    pub cublas_us: Option<f64>,
+    pub registers: Option<u32>,
+    pub spill_bytes: Option<u32>,
+    /// Hash of the kernel templates that generated the code.
+    pub template_checksum: String,
+    pub source: Source,
+    pub tool_version: String,
+    /// RFC 3339, UTC (see [`now_rfc3339`]).
+    pub created_at: String,
+}
+
+impl Measurement {
+    /// The kernel's name, as stored in the database and printed in logs.
+    pub fn kernel_name(&self) -> String {
+        self.config.name()
+    }
+}
+
+/// The current time as RFC 3339 UTC with microseconds, the format of `created_at`.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
