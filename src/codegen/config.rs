@@ -103,7 +103,8 @@ impl KernelConfig {
     /// Dynamic shared memory per block, bytes: A_s, B_s and D_s for every pipeline buffer
     /// (DESIGN.md eq. 4 with the padding counted).
     pub fn smem_bytes(&self) -> u32 {
-        let per_stage = self.k_s * self.a_stride() + self.w_s() * self.n_s + self.w_s() * self.q_s();
+        let per_stage =
+            self.k_s * self.a_stride() + self.w_s() * self.n_s + self.w_s() * self.q_s();
         4 * per_stage * self.pipeline.buffers()
     }
 

@@ -1,1 +1,132 @@
-//! OWNER: codegen helper.
+//! The configuration space of one sparsity pattern on one GPU.
+//!
+//! [`search_space`] lists every configuration the tuner may time; [`compile_set`] the
+//! distinct kernels behind them (split-K is a run-time argument of the kernel, so
+//! configurations that differ only in `split_k` share one compiled kernel, see
+//! [`compile_key`]).
+
+use super::render::compile_key;
+use super::validate::{validate, SPLIT_K_VALUES};
+use super::{KernelConfig, Pipeline, WarpLayout};
+use crate::gpu::GpuProfile;
+use crate::problem::NmPattern;
+use std::collections::BTreeSet;
+
+/// Block tile sizes along m and n.
+pub const BLOCK_TILES: [u32; 3] = [32, 64, 128];
+/// Thread tile sizes along m and n.
+pub const THREAD_TILES: [u32; 3] = [4, 8, 16];
+/// Warp layouts (rows × cols of thread tiles).
+pub const WARP_LAYOUTS: [WarpLayout; 4] = [
+    WarpLayout::new(4, 8),
+    WarpLayout::new(8, 4),
+    WarpLayout::new(2, 16),
+    WarpLayout::new(16, 2),
+];
+/// Pipelines.
+pub const PIPELINES: [Pipeline; 5] = [
+    Pipeline::Single,
+    Pipeline::RegisterDouble,
+    Pipeline::CpAsync { stages: 2 },
+    Pipeline::CpAsync { stages: 3 },
+    Pipeline::CpAsync { stages: 4 },
+];
+/// k_s values tried per (other parameters): the largest that fits and the next smaller ones.
+pub const K_S_CHOICES: usize = 3;
+/// Smallest k_s worth trying when the window M allows larger ones: fewer columns per tile
+/// leave too little work between barriers.
+pub const MIN_USEFUL_K_S: u32 = 16;
+/// Largest k_s.
+pub const MAX_K_S: u32 = 256;
+
+/// k_s candidates for window M: M·2^i up to [`MAX_K_S`], ascending, without those below
+/// [`MIN_USEFUL_K_S`] unless nothing else exists.
+pub fn k_s_ladder(m: u32) -> Vec<u32> {
+    let all: Vec<u32> = std::iter::successors(Some(m.max(1)), |k| Some(k * 2))
+        .take_while(|&k| k <= MAX_K_S)
+        .collect();
+    let useful: Vec<u32> = all
+        .iter()
+        .copied()
+        .filter(|&k| k >= MIN_USEFUL_K_S)
+        .collect();
+    if useful.is_empty() {
+        all
+    } else {
+        useful
+    }
+}
+
+/// Every valid configuration for pattern `nm` and vector length `l` on `gpu`: the product of
+/// the parameter lists above, filtered by [`validate`], with the [`K_S_CHOICES`] largest
+/// fitting k_s for each combination of the other parameters. Sorted and free of duplicates.
+pub fn search_space(nm: NmPattern, l: u32, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let mut configs = Vec::new();
+    for base in base_configs(nm, l) {
+        for k_s in fitting_k_s(&base, gpu) {
+            for &split_k in &SPLIT_K_VALUES {
+                let cfg = KernelConfig {
+                    k_s,
+                    split_k,
+                    ..base
+                };
+                if validate(&cfg, gpu).is_ok() {
+                    configs.push(cfg);
+                }
+            }
+        }
+    }
+    configs.sort();
+    configs.dedup();
+    configs
+}
+
+/// The distinct kernels to compile for `search_space(nm, l, gpu)`: one per [`compile_key`].
+pub fn compile_set(nm: NmPattern, l: u32, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let keys: BTreeSet<KernelConfig> = search_space(nm, l, gpu).iter().map(compile_key).collect();
+    keys.into_iter().collect()
+}
+
+/// Every combination of the parameters other than k_s and split_k (k_s = M, split_k = 1
+/// placeholders).
+fn base_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
+    let mut out = Vec::new();
+    for &m_s in &BLOCK_TILES {
+        for &n_s in &BLOCK_TILES {
+            for &m_t in &THREAD_TILES {
+                for &n_t in &THREAD_TILES {
+                    for &warp in &WARP_LAYOUTS {
+                        for packing in [false, true] {
+                            for &pipeline in &PIPELINES {
+                                out.push(KernelConfig {
+                                    m_s,
+                                    n_s,
+                                    k_s: nm.m,
+                                    m_t,
+                                    n_t,
+                                    warp,
+                                    nm,
+                                    l,
+                                    packing,
+                                    pipeline,
+                                    split_k: 1,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The [`K_S_CHOICES`] largest k_s of the ladder with which `base` passes validation.
+fn fitting_k_s(base: &KernelConfig, gpu: &GpuProfile) -> Vec<u32> {
+    k_s_ladder(base.nm.m)
+        .into_iter()
+        .rev()
+        .filter(|&k_s| validate(&KernelConfig { k_s, ..*base }, gpu).is_ok())
+        .take(K_S_CHOICES)
+        .collect()
+}

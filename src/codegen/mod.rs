@@ -2,7 +2,10 @@
 //!
 //! # Kernel ABI (the contract with `tuner` and `runtime`)
 //!
-//! Each rendered module defines, for configuration `cfg` with name `cfg.name()`:
+//! Each rendered module defines, for configuration `cfg`, the entry points named by its
+//! [`render::KernelSource`]: `<name>` = `render::compile_key(cfg).name()` (split_k is a
+//! run-time value, `gridDim.z`, so configurations that differ only in split_k share one
+//! module and their symbols carry `_sk1`), and `<name>_reduce` (always present):
 //!
 //! ```text
 //! extern "C" __global__ void <name>(
@@ -18,7 +21,7 @@
 //! grid  = (ceil(n / n_s), ceil(m / m_s), split_k), block = (threads, 1, 1),
 //! dynamic shared memory = cfg.smem_bytes() (opt in above 48 KiB).
 //!
-//! extern "C" __global__ void <name>_reduce(   // only when split_k > 1
+//! extern "C" __global__ void <name>_reduce(   // launched only when split_k > 1
 //!     const float* workspace, float* C, int m, int n, int split_k, float alpha, float beta)
 //! grid = (ceil(m·n / 4 / 256), 1, 1), block = (256, 1, 1), no shared memory.
 //! ```
@@ -32,6 +35,10 @@ pub mod render;
 pub mod validate;
 
 pub use config::{KernelConfig, Pipeline, WarpLayout};
+pub use enumerate::{compile_set, search_space};
+pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, CompiledKernel};
+pub use render::{compile_key, render, template_checksum, KernelSource};
+pub use validate::{estimated_registers, validate, validate_for_problem};
 
 use thiserror::Error;
 
@@ -45,5 +52,9 @@ pub enum CodegenError {
     #[error("NVRTC library not found: {0}")]
     NvrtcMissing(String),
     #[error("kernel {name} failed to compile for {arch}: {log}")]
-    Compile { name: String, arch: String, log: String },
+    Compile {
+        name: String,
+        arch: String,
+        log: String,
+    },
 }

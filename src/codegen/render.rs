@@ -1,1 +1,221 @@
-//! OWNER: codegen helper.
+//! Rendering a [`KernelConfig`] to CUDA C++ with the Tera template family in `templates/`.
+//!
+//! The template text is embedded in the binary (`include_str!`), so nothing needs template
+//! files at run time. One template covers the whole configuration space: Tera only fills in
+//! the kernel name and `constexpr` constants; the body chooses its code paths with
+//! `if constexpr` on them.
+//!
+//! # Split-K is a run-time value
+//!
+//! The kernel partitions the reduction over `gridDim.z`, so one compiled kernel serves every
+//! `split_k`. The source of a configuration therefore does not depend on `split_k`: it is
+//! rendered for [`compile_key`]`(cfg)` (the same configuration with `split_k = 1`) and its
+//! entry points are named after that key. Launchers must look the functions up by
+//! [`KernelSource::name`] and [`KernelSource::reduce_name`], not by `cfg.name()`; the
+//! configuration name (with its `sk` suffix) remains the name used in logs and the database.
+
+use super::{validate, CodegenError, KernelConfig, Pipeline};
+use sha2::{Digest, Sha256};
+use std::sync::OnceLock;
+
+/// The template family: (template name, text). Everything that shapes the rendered source.
+const TEMPLATES: &[(&str, &str)] = &[(
+    "nm_spmm.cu.tera",
+    include_str!("../../templates/nm_spmm.cu.tera"),
+)];
+
+/// The entry template of the family.
+const MAIN_TEMPLATE: &str = "nm_spmm.cu.tera";
+
+/// Fully unrolled FMAs in one inner-kernel loop body are capped near this number: past it
+/// the code outgrows the instruction cache and NVRTC compile time climbs steeply.
+const MAX_UNROLLED_FMAS: u32 = 4096;
+
+/// A rendered CUDA module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSource {
+    /// Symbol of the main kernel: `compile_key(cfg).name()`.
+    pub name: String,
+    /// Symbol of the split-K reduction kernel when `cfg.split_k > 1` (the module always
+    /// defines it, as `<name>_reduce`).
+    pub reduce_name: Option<String>,
+    /// CUDA C++ source for NVRTC.
+    pub source: String,
+}
+
+/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`.
+/// Configurations with equal keys share one source, one compilation and one cubin.
+pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
+    KernelConfig { split_k: 1, ..*cfg }
+}
+
+/// Hex SHA-256 of all template text, computed once. It changes whenever a template changes,
+/// which invalidates compiled-kernel caches and tuning-database entries.
+pub fn template_checksum() -> &'static str {
+    static CHECKSUM: OnceLock<String> = OnceLock::new();
+    CHECKSUM.get_or_init(|| {
+        let mut hasher = Sha256::new();
+        for (name, text) in TEMPLATES {
+            hasher.update(name.as_bytes());
+            hasher.update([0u8]);
+            hasher.update(text.as_bytes());
+            hasher.update([0u8]);
+        }
+        hex::encode(hasher.finalize())
+    })
+}
+
+/// Unroll factor of the inner kernel's loop over the WS compressed rows of a tile: all of
+/// them when the body stays small, else the largest power of two under the FMA cap.
+pub fn inner_unroll(cfg: &KernelConfig) -> u32 {
+    let fmas_per_row = cfg.m_t * cfg.n_t;
+    let cap = (MAX_UNROLLED_FMAS / fmas_per_row.max(1)).max(1);
+    if cfg.w_s() <= cap {
+        return cfg.w_s().max(1);
+    }
+    let mut unroll = 1;
+    while unroll * 2 <= cap {
+        unroll *= 2;
+    }
+    unroll
+}
+
+/// Render the CUDA module of `cfg`. The configuration's structural rules are checked first
+/// ([`validate::validate_structure`]); GPU limits are the caller's business.
+pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
+    validate::validate_structure(cfg)?;
+    let key = compile_key(cfg);
+    let name = key.name();
+    let source = render_template(&key, &name)?;
+    let reduce_name = (cfg.split_k > 1).then(|| format!("{name}_reduce"));
+    Ok(KernelSource {
+        name,
+        reduce_name,
+        source,
+    })
+}
+
+fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenError> {
+    let mut tera = tera::Tera::default();
+    tera.autoescape_on(vec![]);
+    tera.add_raw_templates(TEMPLATES.iter().copied())
+        .map_err(|e| CodegenError::Template(describe(&e)))?;
+    let context = template_context(cfg, name);
+    tera.render(MAIN_TEMPLATE, &context)
+        .map_err(|e| CodegenError::Template(describe(&e)))
+}
+
+fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
+    let (pipeline, stages) = match cfg.pipeline {
+        Pipeline::Single => (0, 1),
+        Pipeline::RegisterDouble => (1, 2),
+        Pipeline::CpAsync { stages } => (2, stages),
+    };
+    let mut ctx = tera::Context::new();
+    ctx.insert("name", name);
+    ctx.insert("checksum", template_checksum());
+    ctx.insert("m_s", &cfg.m_s);
+    ctx.insert("n_s", &cfg.n_s);
+    ctx.insert("k_s", &cfg.k_s);
+    ctx.insert("m_t", &cfg.m_t);
+    ctx.insert("n_t", &cfg.n_t);
+    ctx.insert("warp_rows", &cfg.warp.rows);
+    ctx.insert("warp_cols", &cfg.warp.cols);
+    ctx.insert("n", &cfg.nm.n);
+    ctx.insert("m", &cfg.nm.m);
+    ctx.insert("l", &cfg.l);
+    ctx.insert("w_s", &cfg.w_s());
+    ctx.insert("q_s", &cfg.q_s());
+    ctx.insert("stages", &stages);
+    ctx.insert("packing", if cfg.packing { "true" } else { "false" });
+    ctx.insert("pipeline", &pipeline);
+    ctx.insert("threads", &cfg.threads());
+    ctx.insert("a_stride", &cfg.a_stride());
+    ctx.insert("inner_unroll", &inner_unroll(cfg));
+    ctx
+}
+
+/// Tera hides the useful part of an error in its source chain.
+fn describe(err: &tera::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::WarpLayout;
+    use crate::problem::NmPattern;
+
+    fn cfg() -> KernelConfig {
+        KernelConfig {
+            m_s: 64,
+            n_s: 128,
+            k_s: 64,
+            m_t: 8,
+            n_t: 8,
+            warp: WarpLayout::new(4, 8),
+            nm: NmPattern { n: 8, m: 32 },
+            l: 32,
+            packing: false,
+            pipeline: Pipeline::CpAsync { stages: 3 },
+            split_k: 4,
+        }
+    }
+
+    #[test]
+    fn renders_constants_and_entry_points_of_the_compile_key() {
+        let src = render(&cfg()).unwrap();
+        let key = compile_key(&cfg()).name();
+        assert_eq!(src.name, key);
+        assert!(key.ends_with("_sk1"));
+        assert_eq!(
+            src.reduce_name.as_deref(),
+            Some(format!("{key}_reduce").as_str())
+        );
+        assert!(src.source.contains(&format!("\n{key}(")));
+        assert!(src.source.contains(&format!("\n{key}_reduce(")));
+        assert!(src.source.contains("constexpr int WS = 16;"));
+        assert!(src.source.contains("constexpr int STAGES = 3;"));
+        assert!(src.source.contains("constexpr bool PACKING = false;"));
+        assert!(
+            !src.source.contains("{{"),
+            "unrendered Tera left in the source"
+        );
+    }
+
+    #[test]
+    fn split_k_does_not_change_the_source() {
+        let one = render(&KernelConfig {
+            split_k: 1,
+            ..cfg()
+        })
+        .unwrap();
+        let eight = render(&KernelConfig {
+            split_k: 8,
+            ..cfg()
+        })
+        .unwrap();
+        assert_eq!(one.source, eight.source);
+        assert_eq!(one.reduce_name, None);
+    }
+
+    #[test]
+    fn unroll_caps_the_loop_body() {
+        assert_eq!(inner_unroll(&cfg()), 16);
+        let big = KernelConfig {
+            m_t: 16,
+            n_t: 16,
+            k_s: 256,
+            nm: NmPattern { n: 32, m: 32 },
+            ..cfg()
+        };
+        assert_eq!(inner_unroll(&big), 16);
+    }
+}
