@@ -46,13 +46,13 @@ impl LoadedKernel {
             config.smem_bytes() as i32,
         )
         .map_err(driver_err(format!("opting {} into {} B of shared memory", source.name, config.smem_bytes())))?;
-        let reduce = match &source.reduce_name {
-            Some(name) if config.split_k > 1 => Some(
-                module
-                    .load_function(name)
-                    .map_err(driver_err(format!("loading {name}")))?,
-            ),
-            _ => None,
+        // Every module holds `<name>_reduce` (codegen ABI); split_k is a launch parameter, so
+        // the source compiled for the split_k = 1 key serves every split_k.
+        let reduce = if config.split_k > 1 {
+            let symbol = format!("{}_reduce", source.name);
+            Some(module.load_function(&symbol).map_err(driver_err(format!("loading {symbol}")))?)
+        } else {
+            None
         };
         Ok(Self {
             config,
