@@ -24,7 +24,9 @@ pub enum ProblemError {
     NNotMultipleOfL { n: usize, l: usize },
     #[error("vector length L={l} must be between 1 and 128")]
     LOutOfRange { l: usize },
-    #[error("shape m={m} n={n} k={k} is too large: element counts must fit in 32-bit kernel indices")]
+    #[error(
+        "shape m={m} n={n} k={k} is too large: element counts must fit in 32-bit kernel indices"
+    )]
     TooLarge { m: usize, n: usize, k: usize },
 }
 
@@ -141,7 +143,13 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn new(m: usize, n: usize, k: usize, nm: NmPattern, l: usize) -> Result<Self, ProblemError> {
+    pub fn new(
+        m: usize,
+        n: usize,
+        k: usize,
+        nm: NmPattern,
+        l: usize,
+    ) -> Result<Self, ProblemError> {
         if m == 0 || n == 0 || k == 0 {
             return Err(ProblemError::EmptyDimension { m, n, k });
         }
@@ -211,9 +219,18 @@ mod tests {
 
     #[test]
     fn parses_ratio_fraction_and_percent() {
-        assert_eq!(NmPattern::parse("8:32", 32).unwrap(), NmPattern { n: 8, m: 32 });
-        assert_eq!(NmPattern::parse("0.75", 32).unwrap(), NmPattern { n: 8, m: 32 });
-        assert_eq!(NmPattern::parse("62.5%", 32).unwrap(), NmPattern { n: 12, m: 32 });
+        assert_eq!(
+            NmPattern::parse("8:32", 32).unwrap(),
+            NmPattern { n: 8, m: 32 }
+        );
+        assert_eq!(
+            NmPattern::parse("0.75", 32).unwrap(),
+            NmPattern { n: 8, m: 32 }
+        );
+        assert_eq!(
+            NmPattern::parse("62.5%", 32).unwrap(),
+            NmPattern { n: 12, m: 32 }
+        );
         assert!(matches!(
             NmPattern::parse("33:32", 32),
             Err(ProblemError::NGreaterThanM { .. })

@@ -3,11 +3,11 @@
 //! with alpha and beta both non-trivial. Skipped, visibly, where there is no GPU.
 
 use nmtune::codegen::{compile_key, validate, KernelConfig, Pipeline, WarpLayout};
-use nmtune::tuner::build::build_all;
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
 use nmtune::problem::NmPattern;
 use nmtune::reference;
+use nmtune::tuner::build::build_all;
 use nmtune::tuner::kernels::{LaunchBuffers, LoadedKernel};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -30,13 +30,32 @@ fn random(len: usize, rng: &mut SmallRng) -> Vec<f32> {
     (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
 }
 
-fn config(nm: NmPattern, l: u32, packing: bool, pipeline: Pipeline, split_k: u32, large: bool) -> KernelConfig {
+fn config(
+    nm: NmPattern,
+    l: u32,
+    packing: bool,
+    pipeline: Pipeline,
+    split_k: u32,
+    large: bool,
+) -> KernelConfig {
     let (m_s, n_s, m_t, n_t, warp) = if large {
         (64, 128, 8, 8, WarpLayout::new(4, 8))
     } else {
         (32, 64, 8, 4, WarpLayout::new(4, 8))
     };
-    KernelConfig { m_s, n_s, k_s: nm.m.max(32), m_t, n_t, warp, nm, l, packing, pipeline, split_k }
+    KernelConfig {
+        m_s,
+        n_s,
+        k_s: nm.m.max(32),
+        m_t,
+        n_t,
+        warp,
+        nm,
+        l,
+        packing,
+        pipeline,
+        split_k,
+    }
 }
 
 /// Run `kernel` on a random (m, n, k) instance and return the relative error against the CPU.
@@ -78,7 +97,9 @@ fn launch(
     let cols_dev = gpu.upload(&columns).unwrap();
     let counts_dev = gpu.upload(&counts).unwrap();
     let mut c_dev = gpu.upload(c0).unwrap();
-    let mut ws = gpu.alloc(kernel.workspace_len(shape.0, shape.1).max(1)).unwrap();
+    let mut ws = gpu
+        .alloc(kernel.workspace_len(shape.0, shape.1).max(1))
+        .unwrap();
     let bufs = LaunchBuffers {
         a: &a_dev,
         b_values: &b_dev,
@@ -105,7 +126,15 @@ fn every_template_family_matches_the_cpu_reference() {
         Pipeline::CpAsync { stages: 3 },
         Pipeline::CpAsync { stages: 4 },
     ];
-    let patterns = [(1, 4, 4), (2, 4, 8), (4, 32, 32), (8, 32, 32), (16, 32, 32), (32, 32, 32), (4, 8, 16)];
+    let patterns = [
+        (1, 4, 4),
+        (2, 4, 8),
+        (4, 32, 32),
+        (8, 32, 32),
+        (16, 32, 32),
+        (32, 32, 32),
+        (4, 8, 16),
+    ];
     let shapes: [(usize, usize, usize); 3] = [(37, 128, 96), (100, 256, 256), (129, 192, 320)];
     let mut configs = Vec::new();
     for (n, m, l) in patterns {
@@ -145,10 +174,17 @@ fn every_template_family_matches_the_cpu_reference() {
             let err = error_of(&gpu, &kernel, (shape.0, n_cols, k), i as u64);
             checked += 1;
             if !(err < BOUND) {
-                failures.push(format!("{} at {:?}: rel error {err:.3e}", cfg.name(), (shape.0, n_cols, k)));
+                failures.push(format!(
+                    "{} at {:?}: rel error {err:.3e}",
+                    cfg.name(),
+                    (shape.0, n_cols, k)
+                ));
             }
         }
     }
-    eprintln!("GPU correctness: {checked} (config, shape) pairs checked, {} failed", failures.len());
+    eprintln!(
+        "GPU correctness: {checked} (config, shape) pairs checked, {} failed",
+        failures.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

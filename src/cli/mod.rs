@@ -16,7 +16,13 @@ use std::path::PathBuf;
 /// timed beside cuBLAS SGEMM; the fastest verified one per problem is stored. An interrupted
 /// run resumes where it stopped when started again with the same arguments.
 #[derive(Debug, Parser)]
-#[command(name = "nmtune", version, about, long_about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "nmtune",
+    version,
+    about,
+    long_about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

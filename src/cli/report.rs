@@ -76,7 +76,11 @@ impl ReportRow {
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let db = Database::open_read_only(&args.db)?;
-    let rows: Vec<ReportRow> = db.best_entries(args.gpu.as_deref())?.iter().map(ReportRow::from_best).collect();
+    let rows: Vec<ReportRow> = db
+        .best_entries(args.gpu.as_deref())?
+        .iter()
+        .map(ReportRow::from_best)
+        .collect();
     let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&rows)? + "\n",
         Format::Csv => to_csv(&rows),
@@ -87,7 +91,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 }
 
 fn opt(value: Option<f64>, decimals: usize) -> String {
-    value.map(|v| format!("{v:.decimals$}")).unwrap_or_else(|| "-".into())
+    value
+        .map(|v| format!("{v:.decimals$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn to_csv(rows: &[ReportRow]) -> String {
@@ -95,9 +101,21 @@ fn to_csv(rows: &[ReportRow]) -> String {
     for r in rows {
         out += &format!(
             "{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
-            r.gpu, r.m, r.n, r.k, r.nm, r.l, r.kernel,
-            opt(r.median_us, 2), opt(r.effective_tflops, 2), opt(r.cublas_us, 2),
-            opt(r.speedup, 3), r.ideal_speedup, opt(r.fraction_of_ideal, 3), r.source, r.verified
+            r.gpu,
+            r.m,
+            r.n,
+            r.k,
+            r.nm,
+            r.l,
+            r.kernel,
+            opt(r.median_us, 2),
+            opt(r.effective_tflops, 2),
+            opt(r.cublas_us, 2),
+            opt(r.speedup, 3),
+            r.ideal_speedup,
+            opt(r.fraction_of_ideal, 3),
+            r.source,
+            r.verified
         );
     }
     out
@@ -109,10 +127,24 @@ fn to_table(rows: &[ReportRow]) -> String {
     }
     let mut out = format!(
         "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
-        "gpu", "m", "n", "k", "N:M", "L", "median_us", "eff_TF/s", "cublas_us", "speedup", "ideal%", "source", "ok", "kernel"
+        "gpu",
+        "m",
+        "n",
+        "k",
+        "N:M",
+        "L",
+        "median_us",
+        "eff_TF/s",
+        "cublas_us",
+        "speedup",
+        "ideal%",
+        "source",
+        "ok",
+        "kernel"
     );
     for r in rows {
-        out += &format!(
+        out +=
+            &format!(
             "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
             r.gpu, r.m, r.n, r.k, r.nm, r.l,
             opt(r.median_us, 1), opt(r.effective_tflops, 2), opt(r.cublas_us, 1),

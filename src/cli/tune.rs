@@ -79,14 +79,21 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn tune_model(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Result<TuneSummary> {
+fn tune_model(
+    args: &TuneArgs,
+    gpu_name: &str,
+    problems: &[Problem],
+) -> anyhow::Result<TuneSummary> {
     if gpu_name == "auto" {
         bail!("--backend model needs a named GPU profile (--gpu h100, …), not auto");
     }
     let profile = GpuProfile::builtin(gpu_name).context("unknown GPU profile")?;
     let db = open_db(args, &profile.name)?;
     if !args.quiet {
-        eprintln!("nmtune: no measurement: filling {} from the performance model (source = model)", db.path().display());
+        eprintln!(
+            "nmtune: no measurement: filling {} from the performance model (source = model)",
+            db.path().display()
+        );
     }
     Ok(tuner::tune_with_model(&profile, problems, &db, args.quiet)?)
 }
@@ -123,7 +130,10 @@ fn tune_gpu(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Re
 }
 
 fn open_db(args: &TuneArgs, gpu: &str) -> anyhow::Result<Database> {
-    let path = args.db.clone().unwrap_or_else(|| super::default_db_path(gpu));
+    let path = args
+        .db
+        .clone()
+        .unwrap_or_else(|| super::default_db_path(gpu));
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

@@ -147,7 +147,7 @@ fn pattern_rules(cfg: &KernelConfig) -> Rule {
 }
 
 fn tile_dim_ok(v: u32) -> bool {
-    v >= 32 && v <= MAX_TILE && v % 32 == 0
+    (32..=MAX_TILE).contains(&v) && v % 32 == 0
 }
 
 fn block_tile_rules(cfg: &KernelConfig) -> Rule {

@@ -18,7 +18,9 @@ use thiserror::Error;
 /// Errors of the GPU layer.
 #[derive(Debug, Error)]
 pub enum GpuError {
-    #[error("no NVIDIA driver found (libcuda.so could not be loaded): this machine has no usable GPU")]
+    #[error(
+        "no NVIDIA driver found (libcuda.so could not be loaded): this machine has no usable GPU"
+    )]
     DriverMissing,
     #[error("no CUDA device found (driver loaded, {0} devices)")]
     NoDevice(i32),
@@ -126,33 +128,47 @@ impl Gpu {
 
     pub fn alloc(&self, len: usize) -> Result<CudaSlice<f32>, GpuError> {
         // SAFETY: every buffer is written (fill, upload or kernel) before it is read.
-        unsafe { self.stream.alloc::<f32>(len.max(1)) }.map_err(driver_err("allocating device memory"))
+        unsafe { self.stream.alloc::<f32>(len.max(1)) }
+            .map_err(driver_err("allocating device memory"))
     }
 
-    pub fn upload<T: cudarc::driver::DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
+    pub fn upload<T: cudarc::driver::DeviceRepr>(
+        &self,
+        host: &[T],
+    ) -> Result<CudaSlice<T>, GpuError> {
         if host.is_empty() {
             // SAFETY: a one-element placeholder that kernels never read.
             return unsafe { self.stream.alloc::<T>(1) }.map_err(driver_err("allocating"));
         }
-        self.stream.clone_htod(host).map_err(driver_err("copying to the device"))
+        self.stream
+            .clone_htod(host)
+            .map_err(driver_err("copying to the device"))
     }
 
     pub fn download(&self, dev: &CudaSlice<f32>) -> Result<Vec<f32>, GpuError> {
-        self.stream.clone_dtoh(dev).map_err(driver_err("copying from the device"))
+        self.stream
+            .clone_dtoh(dev)
+            .map_err(driver_err("copying from the device"))
     }
 
     pub fn synchronize(&self) -> Result<(), GpuError> {
-        self.stream.synchronize().map_err(driver_err("synchronizing (a kernel may have faulted)"))
+        self.stream
+            .synchronize()
+            .map_err(driver_err("synchronizing (a kernel may have faulted)"))
     }
 
     /// Err when the context holds a sticky error (a kernel faulted): it cannot run more work.
     pub fn check_healthy(&self) -> Result<(), GpuError> {
-        self.ctx.check_err().map_err(driver_err("checking the context"))?;
+        self.ctx
+            .check_err()
+            .map_err(driver_err("checking the context"))?;
         self.synchronize()
     }
 
     fn grid_for(&self, count: usize) -> LaunchConfig {
-        let blocks = count.div_ceil(256).clamp(1, self.profile.sm_count as usize * 8);
+        let blocks = count
+            .div_ceil(256)
+            .clamp(1, self.profile.sm_count as usize * 8);
         LaunchConfig {
             grid_dim: (blocks as u32, 1, 1),
             block_dim: (256, 1, 1),
@@ -194,13 +210,21 @@ impl Gpu {
         nm: crate::problem::NmPattern,
         l: usize,
     ) -> Result<(), GpuError> {
-        self.stream.memset_zeros(dense).map_err(driver_err("zeroing"))?;
+        self.stream
+            .memset_zeros(dense)
+            .map_err(driver_err("zeroing"))?;
         let (w32, n32, q32) = (w as i32, n as i32, (n / l) as i32);
         let (nn, mm, l32) = (nm.n as i32, nm.m as i32, l as i32);
         let cfg = self.grid_for(w * n);
         let mut launch = self.stream.launch_builder(&self.support.decompress);
         launch.arg(values).arg(indices).arg(dense);
-        launch.arg(&w32).arg(&n32).arg(&q32).arg(&nn).arg(&mm).arg(&l32);
+        launch
+            .arg(&w32)
+            .arg(&n32)
+            .arg(&q32)
+            .arg(&nn)
+            .arg(&mm)
+            .arg(&l32);
         // SAFETY: signature matches support.cu; buffers sized w×n, w×q, k×n.
         unsafe { launch.launch(cfg) }.map_err(driver_err("decompressing the weight"))?;
         Ok(())
@@ -307,7 +331,10 @@ pub fn relative_error_from_sums(diff2: f64, ref2: f64, non_finite: f64) -> f64 {
     (diff2 / ref2).sqrt()
 }
 
-fn compile_support(ctx: &Arc<CudaContext>, profile: &GpuProfile) -> Result<SupportKernels, GpuError> {
+fn compile_support(
+    ctx: &Arc<CudaContext>,
+    profile: &GpuProfile,
+) -> Result<SupportKernels, GpuError> {
     let source = crate::codegen::render::KernelSource {
         name: "nmtune_support".into(),
         reduce_name: None,
@@ -317,7 +344,11 @@ fn compile_support(ctx: &Arc<CudaContext>, profile: &GpuProfile) -> Result<Suppo
     let module = ctx
         .load_module(Ptx::from_binary(compiled.cubin))
         .map_err(driver_err("loading support kernels"))?;
-    let load = |name: &str| module.load_function(name).map_err(driver_err(format!("loading {name}")));
+    let load = |name: &str| {
+        module
+            .load_function(name)
+            .map_err(driver_err(format!("loading {name}")))
+    };
     Ok(SupportKernels {
         fill_uniform: load("nmtune_fill_uniform")?,
         decompress: load("nmtune_decompress")?,
@@ -330,7 +361,10 @@ fn compile_support(ctx: &Arc<CudaContext>, profile: &GpuProfile) -> Result<Suppo
 /// Read the resource limits and ceilings off the device; the short name comes from the
 /// built-in table when the marketing name matches one.
 fn read_profile(ctx: &Arc<CudaContext>) -> Result<GpuProfile, GpuError> {
-    let attr = |a: Attr| ctx.attribute(a).map_err(driver_err("reading device attributes"));
+    let attr = |a: Attr| {
+        ctx.attribute(a)
+            .map_err(driver_err("reading device attributes"))
+    };
     let full_name = ctx.name().map_err(driver_err("reading the device name"))?;
     let (major, minor) = ctx
         .compute_capability()
@@ -347,7 +381,8 @@ fn read_profile(ctx: &Arc<CudaContext>) -> Result<GpuProfile, GpuError> {
         full_name,
         compute_capability: (major as u32, minor as u32),
         sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-        smem_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+        smem_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+            as u32,
         smem_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
         regs_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)? as u32,
         max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
@@ -363,10 +398,16 @@ fn read_profile(ctx: &Arc<CudaContext>) -> Result<GpuProfile, GpuError> {
 /// "NVIDIA H100 80GB HBM3" → "h100"; None for GPUs without a built-in profile.
 pub fn short_name_for(full_name: &str) -> Option<&'static str> {
     let upper = full_name.to_ascii_uppercase();
-    [("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("4090", "4090"), ("3090", "3090")]
-        .into_iter()
-        .find(|(needle, _)| upper.contains(needle))
-        .map(|(_, short)| short)
+    [
+        ("H200", "h200"),
+        ("H100", "h100"),
+        ("A100", "a100"),
+        ("4090", "4090"),
+        ("3090", "3090"),
+    ]
+    .into_iter()
+    .find(|(needle, _)| upper.contains(needle))
+    .map(|(_, short)| short)
 }
 
 fn sanitize_name(full_name: &str) -> String {

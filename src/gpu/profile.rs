@@ -41,7 +41,10 @@ impl GpuProfile {
 
     /// NVRTC architecture option for this GPU, e.g. "sm_90".
     pub fn arch(&self) -> String {
-        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+        format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        )
     }
 
     /// The built-in profile for a short name ("h100", "4090", …), case-insensitive.

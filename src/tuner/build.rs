@@ -16,7 +16,11 @@ pub struct Built {
 }
 
 /// Compile the distinct kernels behind `configs` for `arch`; keyed by compile-key name.
-pub fn build_all(configs: &[KernelConfig], arch: &str, cache_dir: &Path) -> HashMap<String, BuildResult> {
+pub fn build_all(
+    configs: &[KernelConfig],
+    arch: &str,
+    cache_dir: &Path,
+) -> HashMap<String, BuildResult> {
     let keys: BTreeSet<KernelConfig> = configs.iter().map(compile_key).collect();
     let keys: Vec<KernelConfig> = keys.into_iter().collect();
     keys.par_iter()

@@ -45,12 +45,20 @@ impl LoadedKernel {
             FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             config.smem_bytes() as i32,
         )
-        .map_err(driver_err(format!("opting {} into {} B of shared memory", source.name, config.smem_bytes())))?;
+        .map_err(driver_err(format!(
+            "opting {} into {} B of shared memory",
+            source.name,
+            config.smem_bytes()
+        )))?;
         // Every module holds `<name>_reduce` (codegen ABI); split_k is a launch parameter, so
         // the source compiled for the split_k = 1 key serves every split_k.
         let reduce = if config.split_k > 1 {
             let symbol = format!("{}_reduce", source.name);
-            Some(module.load_function(&symbol).map_err(driver_err(format!("loading {symbol}")))?)
+            Some(
+                module
+                    .load_function(&symbol)
+                    .map_err(driver_err(format!("loading {symbol}")))?,
+            )
         } else {
             None
         };
@@ -108,7 +116,12 @@ impl LoadedKernel {
             };
             let mut launch = gpu.stream.launch_builder(reduce);
             launch.arg(&*bufs.workspace).arg(bufs.c);
-            launch.arg(&m32).arg(&n32).arg(&split).arg(&alpha).arg(&beta);
+            launch
+                .arg(&m32)
+                .arg(&n32)
+                .arg(&split)
+                .arg(&alpha)
+                .arg(&beta);
             // SAFETY: matches the `_reduce` ABI.
             unsafe { launch.launch(grid) }
                 .map_err(driver_err(format!("launching {}_reduce", cfg.name())))?;

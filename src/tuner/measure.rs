@@ -76,11 +76,26 @@ pub struct Bench<'w> {
 }
 
 impl<'w> Bench<'w> {
-    pub fn new(gpu: &Gpu, problem: Problem, weight: &'w mut DeviceWeight, max_split_k: usize, seed: u32) -> Result<Self, WorkloadError> {
+    pub fn new(
+        gpu: &Gpu,
+        problem: Problem,
+        weight: &'w mut DeviceWeight,
+        max_split_k: usize,
+        seed: u32,
+    ) -> Result<Self, WorkloadError> {
         let acts = Activations::random(gpu, &problem, max_split_k * problem.m * problem.n, seed)?;
-        let mut bench = Self { problem, weight, acts };
+        let mut bench = Self {
+            problem,
+            weight,
+            acts,
+        };
         let shape = bench.shape();
-        gpu.sgemm_row_major(&bench.acts.a_sets[0], &bench.weight.dense, &mut bench.acts.reference, shape)?;
+        gpu.sgemm_row_major(
+            &bench.acts.a_sets[0],
+            &bench.weight.dense,
+            &mut bench.acts.reference,
+            shape,
+        )?;
         Ok(bench)
     }
 
@@ -92,7 +107,8 @@ impl<'w> Bench<'w> {
     pub fn time_cublas(&mut self, gpu: &Gpu, plan: TimingPlan) -> Result<Timing, GpuError> {
         let shape = self.shape();
         let sets = self.acts.sets();
-        let (a_sets, c_sets, dense) = (&self.acts.a_sets, &mut self.acts.c_sets, &self.weight.dense);
+        let (a_sets, c_sets, dense) =
+            (&self.acts.a_sets, &mut self.acts.c_sets, &self.weight.dense);
         let times = gpu.time_each(plan.warmup, plan.runs, |i| {
             gpu.sgemm_row_major(&a_sets[i % sets], dense, &mut c_sets[i % sets], shape)
         })?;
@@ -100,7 +116,13 @@ impl<'w> Bench<'w> {
     }
 
     /// Verify `kernel` on set 0 against cuBLAS, then time it over the rotating sets.
-    pub fn measure(&mut self, gpu: &Gpu, kernel: &LoadedKernel, plan: TimingPlan, best_us: Option<f64>) -> Result<Outcome, GpuError> {
+    pub fn measure(
+        &mut self,
+        gpu: &Gpu,
+        kernel: &LoadedKernel,
+        plan: TimingPlan,
+        best_us: Option<f64>,
+    ) -> Result<Outcome, GpuError> {
         let rel_error = match self.verify(gpu, kernel) {
             Ok(err) => err,
             Err(e) => {
@@ -115,7 +137,10 @@ impl<'w> Bench<'w> {
         let probe = self.time(gpu, kernel, plan.warmup, plan.probe_runs)?;
         if let Some(best) = best_us {
             if probe.min_us > plan.abandon_factor * best {
-                return Ok(Outcome::Abandoned { timing: probe, rel_error });
+                return Ok(Outcome::Abandoned {
+                    timing: probe,
+                    rel_error,
+                });
             }
         }
         let timing = self.time(gpu, kernel, 0, plan.runs)?;
@@ -131,7 +156,13 @@ impl<'w> Bench<'w> {
         gpu.relative_error(&self.acts.c_sets[0], &self.acts.reference, count)
     }
 
-    fn time(&mut self, gpu: &Gpu, kernel: &LoadedKernel, warmup: usize, runs: usize) -> Result<Timing, GpuError> {
+    fn time(
+        &mut self,
+        gpu: &Gpu,
+        kernel: &LoadedKernel,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Timing, GpuError> {
         let sets = self.acts.sets();
         let times = gpu.time_each(warmup, runs, |i| self.launch(gpu, kernel, i % sets))?;
         Ok(Timing::from_ms(&times))
@@ -143,13 +174,23 @@ impl<'w> Bench<'w> {
         if cfg.packing {
             self.weight
                 .prepare_col_info(gpu, cfg.k_s, cfg.n_s)
-                .map_err(|e| GpuError::Driver { what: "building col_info".into(), detail: e.to_string() })?;
+                .map_err(|e| GpuError::Driver {
+                    what: "building col_info".into(),
+                    detail: e.to_string(),
+                })?;
         }
-        let packed = self.weight.col_info(cfg.k_s, cfg.n_s).filter(|_| cfg.packing);
+        let packed = self
+            .weight
+            .col_info(cfg.k_s, cfg.n_s)
+            .filter(|_| cfg.packing);
         let (indices, col_info, col_count) = if let Some(info) = packed {
             (&info.packed_indices, &info.columns, &info.counts)
         } else {
-            (&self.weight.indices, &self.weight.indices, &self.weight.indices)
+            (
+                &self.weight.indices,
+                &self.weight.indices,
+                &self.weight.indices,
+            )
         };
         let bufs = LaunchBuffers {
             a: &self.acts.a_sets[set],

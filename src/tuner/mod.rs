@@ -13,7 +13,7 @@ mod run;
 pub mod search;
 pub mod workload;
 
-pub use run::{tune_with_model, tune_on_gpu, TuneOptions, TuneSummary};
+pub use run::{tune_on_gpu, tune_with_model, TuneOptions, TuneSummary};
 pub use search::Strategy;
 
 use thiserror::Error;

@@ -64,13 +64,20 @@ pub fn blocks_per_sm(cfg: &KernelConfig, gpu: &GpuProfile) -> u32 {
     let by_threads = gpu.max_threads_per_sm / threads;
     let by_regs = gpu.regs_per_sm / regs_per_block.max(1);
     let by_smem = gpu.smem_per_sm / cfg.smem_bytes().max(1);
-    by_threads.min(by_regs).min(by_smem).min(gpu.max_blocks_per_sm)
+    by_threads
+        .min(by_regs)
+        .min(by_smem)
+        .min(gpu.max_blocks_per_sm)
 }
 
 /// Share of issue slots the inner loop spends on FMAs: per compressed row a thread issues
 /// m_t·n_t FMAs, (m_t + n_t)/4 vector shared loads per group, and an index load.
 fn issue_efficiency(cfg: &KernelConfig) -> f64 {
-    let (mt, nt, g) = (cfg.m_t as f64, cfg.n_t as f64, cfg.groups_per_thread() as f64);
+    let (mt, nt, g) = (
+        cfg.m_t as f64,
+        cfg.n_t as f64,
+        cfg.groups_per_thread() as f64,
+    );
     let fma = mt * nt;
     fma / (fma + g * (mt / 4.0 + 1.0) + nt / 4.0 + 1.0)
 }
@@ -98,18 +105,26 @@ pub fn predict(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Predi
     let wave_efficiency = blocks / (waves * slots);
 
     // Compute: padded tiles do full work.
-    let padded_flops = 2.0 * m_tiles * cfg.m_s as f64 * n_tiles * cfg.n_s as f64 * problem.w() as f64;
-    let resident_warps = (per_sm * cfg.threads() as f64 / 32.0).min(blocks / gpu.sm_count as f64 * cfg.threads() as f64 / 32.0);
-    let latency_hiding = (resident_warps / WARPS_TO_HIDE_LATENCY).min(1.0) * pipeline_efficiency(cfg.pipeline);
-    let compute_rate = gpu.peak_fp32_flops() * issue_efficiency(cfg) * latency_hiding.max(0.05) * wave_efficiency;
+    let padded_flops =
+        2.0 * m_tiles * cfg.m_s as f64 * n_tiles * cfg.n_s as f64 * problem.w() as f64;
+    let resident_warps = (per_sm * cfg.threads() as f64 / 32.0)
+        .min(blocks / gpu.sm_count as f64 * cfg.threads() as f64 / 32.0);
+    let latency_hiding =
+        (resident_warps / WARPS_TO_HIDE_LATENCY).min(1.0) * pipeline_efficiency(cfg.pipeline);
+    let compute_rate =
+        gpu.peak_fp32_flops() * issue_efficiency(cfg) * latency_hiding.max(0.05) * wave_efficiency;
     let compute_s = padded_flops / compute_rate;
 
     // Memory: every input once from DRAM; the tiles' re-reads from L2.
-    let dram_bytes = 4.0 * (m * k + problem.w() as f64 * n + problem.w() as f64 * problem.q() as f64 + m * n);
+    let dram_bytes =
+        4.0 * (m * k + problem.w() as f64 * n + problem.w() as f64 * problem.q() as f64 + m * n);
     let tile_bytes = 4.0
-        * (cfg.m_s as f64 * a_columns_loaded(cfg) + cfg.w_s() as f64 * cfg.n_s as f64 + cfg.w_s() as f64 * cfg.q_s() as f64);
+        * (cfg.m_s as f64 * a_columns_loaded(cfg)
+            + cfg.w_s() as f64 * cfg.n_s as f64
+            + cfg.w_s() as f64 * cfg.q_s() as f64);
     let l2_bytes = m_tiles * n_tiles * k_tiles * tile_bytes;
-    let memory_s = (dram_bytes / gpu.dram_bytes_per_s()).max(l2_bytes / (L2_BANDWIDTH_FACTOR * gpu.dram_bytes_per_s()));
+    let memory_s = (dram_bytes / gpu.dram_bytes_per_s())
+        .max(l2_bytes / (L2_BANDWIDTH_FACTOR * gpu.dram_bytes_per_s()));
 
     let reduce_s = if cfg.split_k > 1 {
         4.0 * m * n * (cfg.split_k as f64 * 2.0 + 1.0) / gpu.dram_bytes_per_s() + LAUNCH_OVERHEAD_S

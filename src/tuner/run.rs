@@ -77,15 +77,22 @@ fn progress(total: usize, quiet: bool) -> ProgressBar {
     }
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} problems, ETA {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} problems, ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar
 }
 
 /// Problems not yet finished on this GPU with this template checksum.
-fn pending(db: &Database, gpu: &str, problems: &[Problem], source: Source) -> Result<Vec<Problem>, TuneError> {
+fn pending(
+    db: &Database,
+    gpu: &str,
+    problems: &[Problem],
+    source: Source,
+) -> Result<Vec<Problem>, TuneError> {
     let mut left = Vec::new();
     for p in problems {
         if !db.is_problem_done(gpu, p, template_checksum(), source)? {
@@ -96,10 +103,20 @@ fn pending(db: &Database, gpu: &str, problems: &[Problem], source: Source) -> Re
 }
 
 /// Fill the database from the performance model alone: no GPU needed.
-pub fn tune_with_model(profile: &GpuProfile, problems: &[Problem], db: &Database, quiet: bool) -> Result<TuneSummary, TuneError> {
+pub fn tune_with_model(
+    profile: &GpuProfile,
+    problems: &[Problem],
+    db: &Database,
+    quiet: bool,
+) -> Result<TuneSummary, TuneError> {
     let started = Instant::now();
     db.upsert_gpu(profile)?;
-    let ctx = RunContext { gpu_name: profile.name.clone(), checksum: template_checksum(), source: Source::Model, db };
+    let ctx = RunContext {
+        gpu_name: profile.name.clone(),
+        checksum: template_checksum(),
+        source: Source::Model,
+        db,
+    };
     let todo = pending(db, &profile.name, problems, Source::Model)?;
     let bar = progress(todo.len(), quiet);
     let mut rows = Vec::with_capacity(todo.len());
@@ -115,7 +132,13 @@ pub fn tune_with_model(profile: &GpuProfile, problems: &[Problem], db: &Database
     }
     ctx.db.record_all(&rows)?;
     for problem in &todo {
-        db.mark_problem_done(&profile.name, problem, template_checksum(), Strategy::Model.as_str(), Source::Model)?;
+        db.mark_problem_done(
+            &profile.name,
+            problem,
+            template_checksum(),
+            Strategy::Model.as_str(),
+            Source::Model,
+        )?;
     }
     bar.finish_and_clear();
     Ok(TuneSummary {
@@ -129,15 +152,28 @@ pub fn tune_with_model(profile: &GpuProfile, problems: &[Problem], db: &Database
 }
 
 /// Tune every problem on the GPU, resuming where an earlier run stopped.
-pub fn tune_on_gpu(gpu: &Gpu, problems: &[Problem], db: &Database, opts: &TuneOptions) -> Result<TuneSummary, TuneError> {
+pub fn tune_on_gpu(
+    gpu: &Gpu,
+    problems: &[Problem],
+    db: &Database,
+    opts: &TuneOptions,
+) -> Result<TuneSummary, TuneError> {
     let started = Instant::now();
     let profile = gpu.profile().clone();
     db.upsert_gpu(&profile)?;
-    let ctx = RunContext { gpu_name: profile.name.clone(), checksum: template_checksum(), source: Source::Measured, db };
+    let ctx = RunContext {
+        gpu_name: profile.name.clone(),
+        checksum: template_checksum(),
+        source: Source::Measured,
+        db,
+    };
     let todo = pending(db, &profile.name, problems, Source::Measured)?;
-    let plans: Vec<(Problem, Vec<KernelConfig>)> =
-        todo.iter().map(|p| (*p, candidates(p, &profile, opts.strategy))).collect();
-    let all_configs: Vec<KernelConfig> = plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+    let plans: Vec<(Problem, Vec<KernelConfig>)> = todo
+        .iter()
+        .map(|p| (*p, candidates(p, &profile, opts.strategy)))
+        .collect();
+    let all_configs: Vec<KernelConfig> =
+        plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
     if !opts.quiet {
         eprintln!(
             "nmtune: {} problems to tune ({} already done), {} candidates, compiling for {}",
@@ -159,8 +195,25 @@ pub fn tune_on_gpu(gpu: &Gpu, problems: &[Problem], db: &Database, opts: &TuneOp
     for (weight_key, group) in group_by_weight(&plans) {
         let mut weight = DeviceWeight::random(gpu, &weight_key, opts.seed)?;
         for (problem, configs) in group {
-            tune_problem(gpu, &ctx, &mut weight, problem, configs, &built, &mut loaded, opts, &mut summary, &bar)?;
-            db.mark_problem_done(&ctx.gpu_name, problem, ctx.checksum, opts.strategy.as_str(), Source::Measured)?;
+            tune_problem(
+                gpu,
+                &ctx,
+                &mut weight,
+                problem,
+                configs,
+                &built,
+                &mut loaded,
+                opts,
+                &mut summary,
+                &bar,
+            )?;
+            db.mark_problem_done(
+                &ctx.gpu_name,
+                problem,
+                ctx.checksum,
+                opts.strategy.as_str(),
+                Source::Measured,
+            )?;
             summary.problems_tuned += 1;
             bar.inc(1);
         }
@@ -171,10 +224,15 @@ pub fn tune_on_gpu(gpu: &Gpu, problems: &[Problem], db: &Database, opts: &TuneOp
 }
 
 /// Problems sharing (n, k, N:M, L) share one random weight; smallest m first.
-fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> BTreeMap<WeightKey, Vec<(&Problem, &Vec<KernelConfig>)>> {
+fn group_by_weight(
+    plans: &[(Problem, Vec<KernelConfig>)],
+) -> BTreeMap<WeightKey, Vec<(&Problem, &Vec<KernelConfig>)>> {
     let mut groups: BTreeMap<WeightKey, Vec<(&Problem, &Vec<KernelConfig>)>> = BTreeMap::new();
     for (problem, configs) in plans {
-        groups.entry(WeightKey(*problem)).or_default().push((problem, configs));
+        groups
+            .entry(WeightKey(*problem))
+            .or_default()
+            .push((problem, configs));
     }
     for group in groups.values_mut() {
         group.sort_by_key(|(p, _)| p.m);
@@ -227,9 +285,21 @@ fn tune_problem(
     summary: &mut TuneSummary,
     bar: &ProgressBar,
 ) -> Result<(), TuneError> {
-    let already = ctx.db.measured_kernels(&ctx.gpu_name, problem, ctx.checksum, ctx.source)?;
-    let max_split = configs.iter().map(|c| c.split_k as usize).max().unwrap_or(1);
-    let mut bench = Bench::new(gpu, *problem, weight, max_split, opts.seed as u32 ^ problem.m as u32)?;
+    let already = ctx
+        .db
+        .measured_kernels(&ctx.gpu_name, problem, ctx.checksum, ctx.source)?;
+    let max_split = configs
+        .iter()
+        .map(|c| c.split_k as usize)
+        .max()
+        .unwrap_or(1);
+    let mut bench = Bench::new(
+        gpu,
+        *problem,
+        weight,
+        max_split,
+        opts.seed as u32 ^ problem.m as u32,
+    )?;
     let cublas_us = bench.time_cublas(gpu, opts.plan)?.median_us;
     let mut best_us: Option<f64> = None;
     for config in configs.iter().filter(|c| !already.contains(&c.name())) {
@@ -253,18 +323,27 @@ fn tune_problem(
         }
         if row.status == Status::Ok {
             let kernel = &loaded[config];
-            let outcome = bench.measure(gpu, kernel, opts.plan, best_us).map_err(|e| {
-                let mut failed = row.clone();
-                fail(&mut failed, Status::LaunchFailed, e.to_string());
-                let _ = ctx.db.record(&failed);
-                TuneError::ContextLost { kernel: config.name(), problem: problem.to_string(), detail: e.to_string() }
-            })?;
+            let outcome = bench
+                .measure(gpu, kernel, opts.plan, best_us)
+                .map_err(|e| {
+                    let mut failed = row.clone();
+                    fail(&mut failed, Status::LaunchFailed, e.to_string());
+                    let _ = ctx.db.record(&failed);
+                    TuneError::ContextLost {
+                        kernel: config.name(),
+                        problem: problem.to_string(),
+                        detail: e.to_string(),
+                    }
+                })?;
             apply_outcome(&mut row, outcome);
         }
         if row.status == Status::Ok {
             summary.candidates_timed += 1;
             best_us = best_us.min_or(row.median_us);
-            bar.set_message(format!("{problem}: best {:.1} µs, cuBLAS {cublas_us:.1} µs", best_us.unwrap_or(f64::NAN)));
+            bar.set_message(format!(
+                "{problem}: best {:.1} µs, cuBLAS {cublas_us:.1} µs",
+                best_us.unwrap_or(f64::NAN)
+            ));
         } else {
             summary.candidates_failed += 1;
         }
@@ -296,7 +375,14 @@ fn apply_outcome(row: &mut Measurement, outcome: Outcome) {
             row.max_rel_error = Some(rel_error);
         }
         Outcome::Wrong { rel_error } => {
-            fail(row, Status::WrongResult, format!("relative error {rel_error:.3e} above {:.0e}", super::measure::MAX_RELATIVE_ERROR));
+            fail(
+                row,
+                Status::WrongResult,
+                format!(
+                    "relative error {rel_error:.3e} above {:.0e}",
+                    super::measure::MAX_RELATIVE_ERROR
+                ),
+            );
             row.max_rel_error = Some(rel_error);
         }
         Outcome::LaunchFailed(reason) => fail(row, Status::LaunchFailed, reason),

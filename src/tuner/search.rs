@@ -46,8 +46,14 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
     match strategy {
         Strategy::Exhaustive => ranked(space, problem, gpu),
         Strategy::Pruned => {
-            let kept: Vec<_> = space.into_iter().filter(|c| paper_rules(c, problem, gpu)).collect();
-            let mut picked: Vec<_> = ranked(kept, problem, gpu).into_iter().take(PRUNED_TOP).collect();
+            let kept: Vec<_> = space
+                .into_iter()
+                .filter(|c| paper_rules(c, problem, gpu))
+                .collect();
+            let mut picked: Vec<_> = ranked(kept, problem, gpu)
+                .into_iter()
+                .take(PRUNED_TOP)
+                .collect();
             for seed in table_one_seeds(problem, gpu) {
                 if !picked.contains(&seed) {
                     picked.push(seed);
@@ -57,7 +63,8 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         }
         Strategy::Model => {
             let ranked_all = ranked(space, problem, gpu);
-            let mut picked: Vec<KernelConfig> = ranked_all.iter().take(MODEL_TOP).copied().collect();
+            let mut picked: Vec<KernelConfig> =
+                ranked_all.iter().take(MODEL_TOP).copied().collect();
             let neighbours: Vec<KernelConfig> = ranked_all
                 .iter()
                 .filter(|c| picked.iter().any(|p| is_neighbour(p, c)))
@@ -74,12 +81,19 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
 }
 
 /// Sort by predicted time, fastest first (name breaks ties so the order is reproducible).
-pub fn ranked(mut configs: Vec<KernelConfig>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+pub fn ranked(
+    mut configs: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
     let mut keyed: Vec<(f64, KernelConfig)> = configs
         .drain(..)
         .map(|c| (model::predict(&c, problem, gpu).time_s, c))
         .collect();
-    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name().cmp(&b.1.name())));
+    keyed.sort_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then_with(|| a.1.name().cmp(&b.1.name()))
+    });
     keyed.into_iter().map(|(_, c)| c).collect()
 }
 
@@ -117,7 +131,9 @@ fn is_neighbour(a: &KernelConfig, b: &KernelConfig) -> bool {
 /// k_s that validates: the "no database yet" default and a seed for every search.
 pub fn table_one_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let size_class = table_one_class(problem);
-    table_one_config(size_class, problem, gpu).into_iter().collect()
+    table_one_config(size_class, problem, gpu)
+        .into_iter()
+        .collect()
 }
 
 /// Small, medium or large by the paper's Table II examples (512², 1024–2048, ≥ 2048·4096).

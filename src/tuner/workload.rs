@@ -50,7 +50,9 @@ impl DeviceWeight {
         let (k, n, nm, l) = (problem.k, problem.n, problem.nm, problem.l);
         let indices = random_indices(k, n, nm, l, seed);
         let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
-        let values: Vec<f32> = (0..problem.w() * n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let values: Vec<f32> = (0..problem.w() * n)
+            .map(|_| rng.gen_range(-1.0..1.0))
+            .collect();
         let host = CompressedWeight::from_parts(k, n, nm, l, values, indices)?;
         Self::upload(gpu, host)
     }
@@ -60,7 +62,15 @@ impl DeviceWeight {
         let values = gpu.upload(&host.values)?;
         let indices = gpu.upload(&host.indices_i32())?;
         let mut dense = gpu.alloc(host.k * host.n)?;
-        gpu.decompress(&values, &indices, &mut dense, host.w(), host.n, host.nm, host.l)?;
+        gpu.decompress(
+            &values,
+            &indices,
+            &mut dense,
+            host.w(),
+            host.n,
+            host.nm,
+            host.l,
+        )?;
         Ok(Self {
             host,
             values,
@@ -99,7 +109,12 @@ pub struct Activations {
 }
 
 impl Activations {
-    pub fn random(gpu: &Gpu, problem: &Problem, workspace_len: usize, seed: u32) -> Result<Self, WorkloadError> {
+    pub fn random(
+        gpu: &Gpu,
+        problem: &Problem,
+        workspace_len: usize,
+        seed: u32,
+    ) -> Result<Self, WorkloadError> {
         let (a_len, c_len) = (problem.m * problem.k, problem.m * problem.n);
         let bytes_per_set = 4 * (a_len + c_len) as u64;
         let sets = rotation_sets(bytes_per_set, gpu.profile().l2_bytes);

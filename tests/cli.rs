@@ -1,0 +1,161 @@
+//! The command line's behaviour users rely on: clear one-line errors with a non-zero exit,
+//! and the report of the committed tuning database.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::fs;
+
+fn nmtune() -> Command {
+    Command::cargo_bin("nmtune").unwrap()
+}
+
+/// stderr is one line starting with "nmtune: error:" and naming `what`.
+fn one_line_error(what: &'static str) -> impl Predicate<str> {
+    predicate::str::starts_with("nmtune: error:")
+        .and(predicate::str::contains(what))
+        .and(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }))
+        .and(predicate::str::contains("panicked").not())
+}
+
+#[test]
+fn main_job_without_a_gpu_says_so() {
+    if nmtune::gpu::device::driver_present() {
+        eprintln!("SKIPPED: this machine has an NVIDIA driver");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    nmtune()
+        .args(["--gpu", "h100", "--shapes", "shapes/llama.yaml", "--db"])
+        .arg(dir.path().join("t.sqlite"))
+        .assert()
+        .code(1)
+        .stderr(one_line_error("no NVIDIA GPU"));
+}
+
+#[test]
+fn malformed_yaml_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    fs::write(&file, "layers:\n  - { n: 4096, k: [4096\n").unwrap();
+    nmtune()
+        .args(["--gpu", "h100", "--shapes"])
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("bad.yaml:"));
+}
+
+#[test]
+fn n_greater_than_m_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("nm.yaml");
+    fs::write(
+        &file,
+        "defaults: { m: [256], L: 32 }\nlayers:\n  - { model: x, name: q, n: 4096, k: 4096, sparsity: \"33:32\" }\n",
+    )
+    .unwrap();
+    nmtune()
+        .args(["--gpu", "h100", "--backend", "model", "--shapes"])
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("N must not exceed M"));
+}
+
+#[test]
+fn corrupt_database_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("notes.sqlite");
+    fs::write(&db, "these are my notes, not a database\n").unwrap();
+    nmtune()
+        .args([
+            "--gpu",
+            "h100",
+            "--backend",
+            "model",
+            "--shapes",
+            "shapes/example.yaml",
+            "--db",
+        ])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("not an nmtune tuning database"));
+    assert_eq!(
+        fs::read_to_string(&db).unwrap(),
+        "these are my notes, not a database\n"
+    );
+}
+
+#[test]
+fn unknown_gpu_lists_the_profiles() {
+    nmtune()
+        .args(["--gpu", "v100", "--shapes", "shapes/example.yaml"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("h100"));
+}
+
+#[test]
+fn model_backend_fills_and_reports_every_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("model.sqlite");
+    nmtune()
+        .args([
+            "--gpu",
+            "h100",
+            "--backend",
+            "model",
+            "--quiet",
+            "--shapes",
+            "shapes/example.yaml",
+            "--db",
+        ])
+        .arg(&db)
+        .assert()
+        .success();
+    let out = nmtune()
+        .args(["report", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let expected = nmtune::shapes::load(std::path::Path::new("shapes/example.yaml"))
+        .unwrap()
+        .entries
+        .len();
+    assert_eq!(rows.len(), expected);
+    assert!(rows
+        .iter()
+        .all(|r| r["source"] == "model" && r["median_us"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn report_of_the_committed_h200_database() {
+    let out = nmtune()
+        .args([
+            "report",
+            "--format",
+            "json",
+            "--db",
+            "tuning-db/h200.sqlite",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 400);
+    for r in &rows {
+        assert_eq!(r["source"], "measured");
+        assert_eq!(r["verified"], true);
+        assert!(r["cublas_us"].as_f64().unwrap() > 0.0);
+        assert!(r["speedup"].as_f64().unwrap() > 0.0);
+    }
+}

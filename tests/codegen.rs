@@ -1,0 +1,919 @@
+//! Behaviour of the codegen layer: validation, names, rendering, the compile cache, and (on a
+//! machine with a CUDA GPU) the numerical results of rendered kernels against a CPU
+//! reference on random data.
+
+use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome};
+use nmtune::codegen::validate::{validate_structure, LoadMaps};
+use nmtune::codegen::{
+    compile_key, compile_set, estimated_registers, nvrtc_available, render, search_space,
+    template_checksum, validate, validate_for_problem, CodegenError, KernelConfig, Pipeline,
+    WarpLayout,
+};
+use nmtune::gpu::GpuProfile;
+use nmtune::problem::{NmPattern, Problem};
+use std::collections::HashSet;
+
+fn h100() -> GpuProfile {
+    GpuProfile::builtin("h100").unwrap()
+}
+
+fn nm(n: u32, m: u32) -> NmPattern {
+    NmPattern::new(n, m).unwrap()
+}
+
+/// Table I "large" configuration of the paper at 75 % sparsity.
+fn base() -> KernelConfig {
+    KernelConfig {
+        m_s: 64,
+        n_s: 128,
+        k_s: 64,
+        m_t: 8,
+        n_t: 8,
+        warp: WarpLayout::new(4, 8),
+        nm: nm(8, 32),
+        l: 32,
+        packing: false,
+        pipeline: Pipeline::CpAsync { stages: 3 },
+        split_k: 1,
+    }
+}
+
+fn reason_of(result: Result<(), CodegenError>) -> String {
+    match result {
+        Err(CodegenError::Rejected { reason, .. }) => reason,
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
+
+#[test]
+fn base_configuration_is_valid() {
+    validate(&base(), &h100()).unwrap();
+}
+
+#[test]
+fn each_broken_rule_is_rejected_with_its_reason() {
+    let b = base();
+    let cases: Vec<(KernelConfig, &str)> = vec![
+        (
+            KernelConfig {
+                nm: NmPattern { n: 0, m: 32 },
+                ..b
+            },
+            "N must be at least 1",
+        ),
+        (KernelConfig { l: 6, ..b }, "L=6 must be a multiple of 4"),
+        (KernelConfig { l: 256, ..b }, "L=256"),
+        (
+            KernelConfig {
+                nm: nm(32, 32),
+                packing: true,
+                k_s: 32,
+                ..b
+            },
+            "packing needs N < M",
+        ),
+        (
+            KernelConfig { m_s: 48, ..b },
+            "m_s=48 must be a multiple of 32",
+        ),
+        (KernelConfig { n_s: 512, ..b }, "n_s=512"),
+        (
+            KernelConfig { k_s: 48, ..b },
+            "k_s=48 must be a positive multiple of M=32",
+        ),
+        (KernelConfig { k_s: 512, ..b }, "k_s=512 exceeds 256"),
+        (KernelConfig { m_t: 2, ..b }, "m_t=2 must be one of"),
+        (KernelConfig { n_t: 32, ..b }, "n_t=32 must be one of"),
+        (
+            KernelConfig {
+                warp: WarpLayout::new(4, 4),
+                ..b
+            },
+            "must hold exactly 32 threads",
+        ),
+        (
+            KernelConfig {
+                m_s: 32,
+                m_t: 8,
+                warp: WarpLayout::new(8, 4),
+                ..b
+            },
+            "warp tile height",
+        ),
+        (
+            KernelConfig {
+                n_s: 32,
+                n_t: 8,
+                warp: WarpLayout::new(4, 8),
+                ..b
+            },
+            "warp tile width",
+        ),
+        (
+            KernelConfig {
+                m_s: 256,
+                n_s: 256,
+                m_t: 4,
+                n_t: 4,
+                ..b
+            },
+            "threads per block must be",
+        ),
+        (
+            KernelConfig { l: 12, ..b },
+            "n_t=8 and L=12 must divide one another",
+        ),
+        (
+            KernelConfig {
+                l: 48,
+                n_t: 16,
+                n_s: 64,
+                warp: WarpLayout::new(8, 4),
+                ..b
+            },
+            "n_s=64 and L=48",
+        ),
+        (
+            KernelConfig {
+                pipeline: Pipeline::CpAsync { stages: 5 },
+                ..b
+            },
+            "2 to 4 stages",
+        ),
+        (
+            KernelConfig {
+                pipeline: Pipeline::CpAsync { stages: 1 },
+                ..b
+            },
+            "2 to 4 stages",
+        ),
+        (KernelConfig { split_k: 3, ..b }, "split_k=3 must be one of"),
+        (
+            KernelConfig {
+                nm: nm(2, 4),
+                l: 4,
+                k_s: 16,
+                m_t: 16,
+                n_t: 16,
+                m_s: 64,
+                n_s: 128,
+                warp: WarpLayout::new(4, 8),
+                packing: true,
+                pipeline: Pipeline::RegisterDouble,
+                ..b
+            },
+            "registers per thread",
+        ),
+    ];
+    for (cfg, expected) in cases {
+        let reason = reason_of(validate(&cfg, &h100()));
+        assert!(
+            reason.contains(expected),
+            "{}: reason '{reason}' does not mention '{expected}'",
+            cfg.name()
+        );
+    }
+}
+
+#[test]
+fn gpu_limits_are_rejected_with_the_gpu_named() {
+    let gpu = h100();
+    let big = KernelConfig {
+        nm: nm(32, 32),
+        k_s: 256,
+        m_s: 128,
+        n_s: 128,
+        pipeline: Pipeline::CpAsync { stages: 4 },
+        ..base()
+    };
+    validate_structure(&big).unwrap();
+    let reason = reason_of(validate(&big, &gpu));
+    assert!(
+        reason.contains("bytes of shared memory") && reason.contains("h100"),
+        "{reason}"
+    );
+
+    let crowded = KernelConfig {
+        m_s: 128,
+        n_s: 128,
+        m_t: 4,
+        n_t: 4,
+        k_s: 32,
+        ..base()
+    };
+    assert_eq!(crowded.threads(), 1024);
+    assert!(crowded.threads() * estimated_registers(&crowded) > gpu.regs_per_sm);
+    let reason = reason_of(validate(&crowded, &gpu));
+    assert!(reason.contains("not one block fits"), "{reason}");
+
+    let turing = GpuProfile {
+        compute_capability: (7, 5),
+        name: "t4".into(),
+        ..gpu.clone()
+    };
+    let reason = reason_of(validate(&base(), &turing));
+    assert!(
+        reason.contains("cp.async needs compute capability 8.0"),
+        "{reason}"
+    );
+    validate(
+        &KernelConfig {
+            pipeline: Pipeline::RegisterDouble,
+            ..base()
+        },
+        &turing,
+    )
+    .unwrap();
+}
+
+#[test]
+fn problem_rules_tie_a_configuration_to_its_problem() {
+    let cfg = KernelConfig {
+        split_k: 4,
+        ..base()
+    };
+    let fits = Problem::new(100, 256, 256, nm(8, 32), 32).unwrap();
+    validate_for_problem(&cfg, &fits).unwrap();
+
+    let other_pattern = Problem::new(100, 256, 256, nm(16, 32), 32).unwrap();
+    assert!(reason_of(validate_for_problem(&cfg, &other_pattern)).contains("pattern 8:32"));
+    let other_l = Problem::new(100, 256, 256, nm(8, 32), 64).unwrap();
+    assert!(reason_of(validate_for_problem(&cfg, &other_l)).contains("L=32"));
+    // k = 192 with k_s = 64: three k-tiles, fewer than split_k = 4.
+    let short_k = Problem::new(100, 256, 192, nm(8, 32), 32).unwrap();
+    assert!(
+        reason_of(validate_for_problem(&cfg, &short_k)).contains("split_k=4 exceeds the 3 k-tiles")
+    );
+    let tall = Problem::new(64 * 70_000, 256, 32, nm(8, 32), 32).unwrap();
+    assert!(reason_of(validate_for_problem(&base(), &tall)).contains("65535"));
+}
+
+#[test]
+fn estimated_registers_grow_with_the_thread_tile_and_staging() {
+    let small = KernelConfig {
+        m_t: 4,
+        n_t: 4,
+        m_s: 32,
+        n_s: 32,
+        ..base()
+    };
+    let large = KernelConfig {
+        m_t: 16,
+        n_t: 8,
+        m_s: 128,
+        n_s: 128,
+        ..base()
+    };
+    assert!(estimated_registers(&small) < estimated_registers(&base()));
+    assert!(estimated_registers(&base()) < estimated_registers(&large));
+    let staged = KernelConfig {
+        pipeline: Pipeline::RegisterDouble,
+        ..base()
+    };
+    let maps = LoadMaps::of(&base());
+    assert_eq!(
+        estimated_registers(&staged) - estimated_registers(&base()),
+        maps.a_elems() + 4 * maps.b_vecs() + maps.d_iters
+    );
+}
+
+#[test]
+fn load_maps_cover_the_tiles() {
+    for cfg in compile_set(nm(2, 4), 8, &h100()).iter().step_by(37) {
+        let maps = LoadMaps::of(cfg);
+        let threads = cfg.threads();
+        // Every element is covered: rounds × threads ≥ elements.
+        assert!(maps.a_elems() * threads >= cfg.m_s * cfg.k_s, "{cfg}");
+        assert!(maps.b_vecs() * threads >= cfg.w_s() * cfg.n_s / 4, "{cfg}");
+        assert!(maps.d_iters * threads >= cfg.w_s() * cfg.q_s(), "{cfg}");
+    }
+}
+
+#[test]
+fn search_space_is_valid_unique_and_named_uniquely() {
+    let gpu = h100();
+    for (n, m, l) in [(8, 32, 32), (2, 4, 4), (32, 32, 32)] {
+        let space = search_space(nm(n, m), l, &gpu);
+        assert!(
+            space.len() > 1000,
+            "{n}:{m} L={l}: only {} configurations",
+            space.len()
+        );
+        let names: HashSet<String> = space.iter().map(KernelConfig::name).collect();
+        assert_eq!(names.len(), space.len(), "duplicate names");
+        for cfg in &space {
+            validate(cfg, &gpu).unwrap();
+            assert_eq!(KernelConfig::parse_name(&cfg.name()), Some(*cfg));
+            assert!(!(cfg.packing && n == m), "packing in a dense space");
+        }
+        for pipeline in [
+            Pipeline::Single,
+            Pipeline::RegisterDouble,
+            Pipeline::CpAsync { stages: 2 },
+            Pipeline::CpAsync { stages: 3 },
+            Pipeline::CpAsync { stages: 4 },
+        ] {
+            assert!(
+                space.iter().any(|c| c.pipeline == pipeline),
+                "{pipeline:?} missing"
+            );
+        }
+        for split_k in [1, 2, 4, 8] {
+            assert!(
+                space.iter().any(|c| c.split_k == split_k),
+                "split_k {split_k} missing"
+            );
+        }
+
+        let kernels = compile_set(nm(n, m), l, &gpu);
+        assert!(kernels.iter().all(|c| c.split_k == 1));
+        assert_eq!(
+            kernels.len(),
+            space.iter().map(compile_key).collect::<HashSet<_>>().len()
+        );
+        let symbols: HashSet<String> = kernels.iter().map(|c| render(c).unwrap().name).collect();
+        assert_eq!(symbols.len(), kernels.len(), "kernel symbols collide");
+    }
+}
+
+#[test]
+fn search_space_keeps_the_largest_k_s_that_fits() {
+    let gpu = h100();
+    let space = search_space(nm(8, 32), 32, &gpu);
+    // The paper's large tile with a 4-stage pipeline: 256 does not fit, 128 is the largest.
+    let like = |c: &KernelConfig| {
+        c.m_s == 128
+            && c.n_s == 128
+            && c.m_t == 8
+            && c.n_t == 8
+            && c.warp == WarpLayout::new(4, 8)
+            && !c.packing
+            && c.pipeline == Pipeline::CpAsync { stages: 4 }
+            && c.split_k == 1
+    };
+    let mut k_s: Vec<u32> = space.iter().filter(|c| like(c)).map(|c| c.k_s).collect();
+    k_s.sort();
+    let too_big = KernelConfig {
+        k_s: 256,
+        ..*space.iter().find(|c| like(c)).unwrap()
+    };
+    assert!(validate(&too_big, &gpu).is_err());
+    assert_eq!(k_s, vec![32, 64, 128]);
+}
+
+#[test]
+fn rendered_source_names_its_entry_points_and_constants() {
+    let cfg = KernelConfig {
+        split_k: 2,
+        packing: true,
+        ..base()
+    };
+    let src = render(&cfg).unwrap();
+    assert_eq!(src.name, compile_key(&cfg).name());
+    assert_eq!(src.reduce_name, Some(format!("{}_reduce", src.name)));
+    assert!(src.source.contains(&format!(
+        "void __launch_bounds__(nmk::THREADS)\n{}(",
+        src.name
+    )));
+    assert!(src.source.contains(&format!("{}_reduce(", src.name)));
+    for constant in [
+        "constexpr int MS = 64;",
+        "constexpr int NS = 128;",
+        "constexpr int KS = 64;",
+        "constexpr int WS = 16;",
+        "constexpr int QS = 4;",
+        "constexpr int NN = 8;",
+        "constexpr int MM = 32;",
+        "constexpr bool PACKING = true;",
+        "constexpr int THREADS = 128;",
+        "constexpr int A_STRIDE = 68;",
+    ] {
+        assert!(src.source.contains(constant), "missing {constant}");
+    }
+    assert!(src.source.contains(template_checksum()));
+    // Rendering is deterministic.
+    assert_eq!(render(&cfg).unwrap(), src);
+}
+
+#[test]
+fn render_refuses_structurally_invalid_configurations() {
+    let err = render(&KernelConfig { m_s: 48, ..base() }).unwrap_err();
+    assert!(matches!(err, CodegenError::Rejected { .. }), "{err}");
+}
+
+#[test]
+fn template_checksum_is_a_stable_sha256() {
+    let first = template_checksum();
+    assert_eq!(first.len(), 64);
+    assert!(first.chars().all(|c| c.is_ascii_hexdigit()));
+    assert_eq!(first, template_checksum());
+}
+
+#[test]
+fn compile_cache_serves_a_rerun_and_survives_corruption() {
+    if let Err(e) = nvrtc_available() {
+        if std::env::var_os("NMTUNE_REQUIRE_NVRTC").is_some() {
+            panic!("NMTUNE_REQUIRE_NVRTC is set but NVRTC is unavailable: {e}");
+        }
+        println!("SKIPPED: NVRTC not found ({e})");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = KernelConfig {
+        m_s: 32,
+        n_s: 32,
+        m_t: 4,
+        n_t: 4,
+        k_s: 32,
+        ..base()
+    };
+    let src = render(&cfg).unwrap();
+    let (first, outcome) = compile_cached_with_outcome(&src, "sm_90", dir.path()).unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    assert!(first.registers.is_some() && !first.cubin.is_empty());
+    let (second, outcome) = compile_cached_with_outcome(&src, "sm_90", dir.path()).unwrap();
+    assert_eq!(outcome, CacheOutcome::Hit);
+    assert_eq!(second, first);
+    // Another architecture is another entry.
+    let (_, outcome) = compile_cached_with_outcome(&src, "sm_80", dir.path()).unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    // A damaged entry is recompiled, not trusted.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let (third, outcome) = compile_cached_with_outcome(&src, "sm_90", dir.path()).unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    assert_eq!(third.cubin, first.cubin);
+}
+
+#[test]
+fn compile_errors_carry_the_log() {
+    if nvrtc_available().is_err() {
+        println!("SKIPPED: NVRTC not found");
+        return;
+    }
+    let mut src = render(&base()).unwrap();
+    src.source.push_str("\nthis is not C++;\n");
+    match nmtune::codegen::compile(&src, "sm_90") {
+        Err(CodegenError::Compile { log, arch, .. }) => {
+            assert_eq!(arch, "sm_90");
+            assert!(log.contains("error"), "{log}");
+        }
+        other => panic!("expected a compile error, got {:?}", other.map(|k| k.name)),
+    }
+}
+
+/// Numerical check of rendered kernels on a CUDA GPU (skipped without one; set
+/// NMTUNE_REQUIRE_GPU=1 to make a missing GPU a failure).
+mod gpu {
+    use super::*;
+    use cudarc::driver::sys::CUfunction_attribute_enum;
+    use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+    use cudarc::nvrtc::Ptx;
+    use rand::rngs::SmallRng;
+    use rand::seq::index::sample;
+    use rand::{Rng, SeedableRng};
+
+    /// A random N:M vector-wise sparse problem: A, B' and D, with col_info for packing.
+    struct Data {
+        m: usize,
+        n: usize,
+        k: usize,
+        nm: NmPattern,
+        l: usize,
+        a: Vec<f32>,
+        b: Vec<f32>,
+        d: Vec<i32>,
+    }
+
+    impl Data {
+        fn random(m: usize, n: usize, k: usize, nm: NmPattern, l: usize, seed: u64) -> Self {
+            let (nn, mm) = (nm.n as usize, nm.m as usize);
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let w = k / mm * nn;
+            let q = n / l;
+            let a = (0..m * k).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+            let b = (0..w * n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+            let mut d = vec![0i32; w * q];
+            for window in 0..k / mm {
+                for g in 0..q {
+                    let mut kept = sample(&mut rng, mm, nn).into_vec();
+                    kept.sort_unstable();
+                    for (t, pos) in kept.into_iter().enumerate() {
+                        d[(window * nn + t) * q + g] = pos as i32;
+                    }
+                }
+            }
+            Self {
+                m,
+                n,
+                k,
+                nm,
+                l,
+                a,
+                b,
+                d,
+            }
+        }
+
+        fn w(&self) -> usize {
+            self.k / self.nm.m as usize * self.nm.n as usize
+        }
+
+        /// C = alpha · A ⊗ (B', D) + beta · C0 in f64, with the magnitude of each sum.
+        fn reference(&self, alpha: f32, beta: f32, c0: &[f32]) -> (Vec<f64>, Vec<f64>) {
+            let (nn, mm, q) = (self.nm.n as usize, self.nm.m as usize, self.n / self.l);
+            let mut c = vec![0f64; self.m * self.n];
+            let mut mag = vec![0f64; self.m * self.n];
+            for i in 0..self.m {
+                for u in 0..self.w() {
+                    for j in 0..self.n {
+                        let col = (u / nn) * mm + self.d[u * q + j / self.l] as usize;
+                        let t = self.a[i * self.k + col] as f64 * self.b[u * self.n + j] as f64;
+                        c[i * self.n + j] += t;
+                        mag[i * self.n + j] += t.abs();
+                    }
+                }
+            }
+            for idx in 0..c.len() {
+                c[idx] *= alpha as f64;
+                mag[idx] *= (alpha as f64).abs();
+                if beta != 0.0 {
+                    c[idx] += beta as f64 * c0[idx] as f64;
+                    mag[idx] += (beta as f64 * c0[idx] as f64).abs();
+                }
+            }
+            (c, mag)
+        }
+
+        /// (columns, counts, packed D) for a (k_s, n_s) tiling, as ColInfo defines them.
+        fn col_info(&self, k_s: usize, n_s: usize) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
+            let (nn, mm) = (self.nm.n as usize, self.nm.m as usize);
+            let (q, w_s) = (self.n / self.l, k_s / mm * nn);
+            let k_tiles = self.k.div_ceil(k_s);
+            let n_tiles = self.n.div_ceil(n_s);
+            let abs_col = |u: usize, g: usize| (u / nn) * mm + self.d[u * q + g] as usize;
+            let mut columns = vec![0i32; k_tiles * n_tiles * k_s];
+            let mut counts = vec![0i32; k_tiles * n_tiles];
+            let mut lists = vec![Vec::new(); k_tiles * n_tiles];
+            for kt in 0..k_tiles {
+                for nt in 0..n_tiles {
+                    let g_first = nt * n_s / self.l;
+                    let g_end = ((nt + 1) * n_s).min(self.n).div_ceil(self.l);
+                    let mut cols: Vec<usize> = (kt * w_s..((kt + 1) * w_s).min(self.w()))
+                        .flat_map(|u| (g_first..g_end).map(move |g| (u, g)))
+                        .map(|(u, g)| abs_col(u, g))
+                        .collect();
+                    cols.sort_unstable();
+                    cols.dedup();
+                    assert!(cols.len() <= k_s);
+                    let tile = kt * n_tiles + nt;
+                    counts[tile] = cols.len() as i32;
+                    for s in 0..k_s {
+                        let c = cols.get(s).or(cols.last()).copied().unwrap_or(0);
+                        columns[tile * k_s + s] = c as i32;
+                    }
+                    lists[tile] = cols;
+                }
+            }
+            let mut packed = vec![0i32; self.d.len()];
+            for u in 0..self.w() {
+                for g in 0..q {
+                    let tile = (u / w_s) * n_tiles + g * self.l / n_s;
+                    let slot = lists[tile].binary_search(&abs_col(u, g)).unwrap();
+                    packed[u * q + g] = slot as i32;
+                }
+            }
+            (columns, counts, packed)
+        }
+    }
+
+    /// (configuration, m, n, k, alpha, beta, grid z): shapes with partial tiles in every
+    /// dimension, every pipeline, packing, G > 1, L > n_s, k_s not a power of two, and
+    /// split-K including empty slices.
+    fn cases() -> Vec<(KernelConfig, usize, usize, usize, f32, f32, u32)> {
+        let b = base();
+        vec![
+            (b, 200, 320, 352, 1.0, 0.0, 1),
+            (
+                KernelConfig {
+                    packing: true,
+                    pipeline: Pipeline::RegisterDouble,
+                    ..b
+                },
+                200,
+                320,
+                352,
+                0.5,
+                0.75,
+                4,
+            ),
+            (
+                KernelConfig {
+                    packing: true,
+                    pipeline: Pipeline::Single,
+                    ..b
+                },
+                1,
+                256,
+                256,
+                1.0,
+                0.0,
+                1,
+            ),
+            (
+                KernelConfig { packing: true, ..b },
+                77,
+                384,
+                512,
+                1.5,
+                -1.0,
+                2,
+            ),
+            (
+                KernelConfig {
+                    nm: nm(2, 4),
+                    l: 4,
+                    m_s: 32,
+                    n_s: 32,
+                    k_s: 16,
+                    m_t: 4,
+                    n_t: 8,
+                    warp: WarpLayout::new(8, 4),
+                    packing: true,
+                    pipeline: Pipeline::Single,
+                    ..b
+                },
+                45,
+                68,
+                36,
+                1.0,
+                0.0,
+                1,
+            ),
+            (
+                KernelConfig {
+                    nm: nm(2, 4),
+                    l: 8,
+                    m_s: 64,
+                    n_s: 64,
+                    k_s: 12,
+                    m_t: 4,
+                    n_t: 16,
+                    warp: WarpLayout::new(16, 2),
+                    packing: false,
+                    pipeline: Pipeline::CpAsync { stages: 2 },
+                    ..b
+                },
+                130,
+                136,
+                100,
+                1.0,
+                0.5,
+                2,
+            ),
+            (
+                KernelConfig {
+                    nm: nm(4, 8),
+                    l: 16,
+                    m_s: 128,
+                    n_s: 64,
+                    k_s: 32,
+                    m_t: 8,
+                    n_t: 4,
+                    warp: WarpLayout::new(2, 16),
+                    packing: true,
+                    pipeline: Pipeline::CpAsync { stages: 4 },
+                    ..b
+                },
+                129,
+                144,
+                264,
+                1.0,
+                0.0,
+                1,
+            ),
+            (
+                KernelConfig {
+                    nm: nm(32, 32),
+                    m_s: 128,
+                    n_s: 128,
+                    k_s: 32,
+                    m_t: 16,
+                    n_t: 8,
+                    pipeline: Pipeline::CpAsync { stages: 4 },
+                    ..b
+                },
+                160,
+                256,
+                96,
+                1.0,
+                0.0,
+                8,
+            ),
+            (
+                KernelConfig {
+                    nm: nm(8, 16),
+                    l: 64,
+                    n_s: 32,
+                    n_t: 4,
+                    m_t: 4,
+                    warp: WarpLayout::new(4, 8),
+                    k_s: 32,
+                    packing: true,
+                    pipeline: Pipeline::RegisterDouble,
+                    ..b
+                },
+                70,
+                192,
+                80,
+                2.0,
+                0.0,
+                1,
+            ),
+            (
+                KernelConfig {
+                    nm: nm(3, 12),
+                    l: 4,
+                    m_s: 32,
+                    n_s: 64,
+                    k_s: 24,
+                    m_t: 4,
+                    n_t: 4,
+                    warp: WarpLayout::new(4, 8),
+                    packing: true,
+                    pipeline: Pipeline::CpAsync { stages: 3 },
+                    ..b
+                },
+                33,
+                100,
+                60,
+                1.0,
+                1.0,
+                1,
+            ),
+        ]
+    }
+
+    #[test]
+    fn kernels_match_the_cpu_reference() {
+        let Some(ctx) = gpu_context() else {
+            if std::env::var_os("NMTUNE_REQUIRE_GPU").is_some() {
+                panic!("NMTUNE_REQUIRE_GPU is set but no CUDA GPU and NVRTC are available");
+            }
+            println!("SKIPPED: no CUDA GPU (or no NVRTC)");
+            return;
+        };
+        let (major, minor) = ctx.compute_capability().unwrap();
+        let arch = format!("sm_{major}{minor}");
+        let mut failures = Vec::new();
+        for (i, (cfg, m, n, k, alpha, beta, splits)) in cases().into_iter().enumerate() {
+            let cfg = KernelConfig {
+                split_k: splits.max(1),
+                ..cfg
+            };
+            validate_structure(&cfg).unwrap();
+            let data = Data::random(m, n, k, cfg.nm, cfg.l as usize, 1000 + i as u64);
+            match run_and_compare(&ctx, &arch, &cfg, &data, alpha, beta, splits) {
+                Ok(max_err) => {
+                    println!("ok   {cfg} m{m} n{n} k{k} z{splits}: max scaled error {max_err:.2e}")
+                }
+                Err(e) => failures.push(format!("{cfg} m{m} n{n} k{k} z{splits}: {e}")),
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    fn gpu_context() -> Option<std::sync::Arc<CudaContext>> {
+        // SAFETY: only tries to dlopen libcuda.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } || nvrtc_available().is_err() {
+            return None;
+        }
+        if CudaContext::device_count().ok()? < 1 {
+            return None;
+        }
+        CudaContext::new(0).ok()
+    }
+
+    fn run_and_compare(
+        ctx: &std::sync::Arc<CudaContext>,
+        arch: &str,
+        cfg: &KernelConfig,
+        data: &Data,
+        alpha: f32,
+        beta: f32,
+        splits: u32,
+    ) -> Result<f64, String> {
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        let src = render(cfg).map_err(|e| err(&e))?;
+        let kernel = nmtune::codegen::compile(&src, arch).map_err(|e| err(&e))?;
+        let module = ctx
+            .load_module(Ptx::from_binary(kernel.cubin))
+            .map_err(|e| err(&e))?;
+        let main = module.load_function(&src.name).map_err(|e| err(&e))?;
+        let reduce = module
+            .load_function(&format!("{}_reduce", src.name))
+            .map_err(|e| err(&e))?;
+        let smem = cfg.smem_bytes();
+        main.set_attribute(
+            CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(|e| err(&e))?;
+
+        let (m, n) = (data.m, data.n);
+        let (columns, counts, packed) = data.col_info(cfg.k_s as usize, cfg.n_s as usize);
+        let d_host = if cfg.packing { packed } else { data.d.clone() };
+        let mut rng = SmallRng::seed_from_u64(7);
+        // beta == 0 must not read C: fill it with NaN then.
+        let c0: Vec<f32> = (0..m * n)
+            .map(|_| {
+                if beta == 0.0 {
+                    f32::NAN
+                } else {
+                    rng.gen_range(-1.0f32..1.0)
+                }
+            })
+            .collect();
+
+        let stream = ctx.default_stream();
+        let a = stream.clone_htod(&data.a).map_err(|e| err(&e))?;
+        let b = stream.clone_htod(&data.b).map_err(|e| err(&e))?;
+        let d = stream.clone_htod(&d_host).map_err(|e| err(&e))?;
+        let ci = stream.clone_htod(&columns).map_err(|e| err(&e))?;
+        let cc = stream.clone_htod(&counts).map_err(|e| err(&e))?;
+        let mut c = stream.clone_htod(&c0).map_err(|e| err(&e))?;
+        // Poison the workspace: every slice must be fully written, empty ones with zeros.
+        let mut ws = stream
+            .clone_htod(&vec![f32::NAN; (splits as usize * m * n).max(1)])
+            .map_err(|e| err(&e))?;
+        let (mi, ni, ki) = (m as i32, n as i32, data.k as i32);
+        let launch = LaunchConfig {
+            grid_dim: (
+                n.div_ceil(cfg.n_s as usize) as u32,
+                m.div_ceil(cfg.m_s as usize) as u32,
+                splits,
+            ),
+            block_dim: (cfg.threads(), 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let mut builder = stream.launch_builder(&main);
+        builder
+            .arg(&a)
+            .arg(&b)
+            .arg(&d)
+            .arg(&ci)
+            .arg(&cc)
+            .arg(&mut c)
+            .arg(&mut ws)
+            .arg(&mi)
+            .arg(&ni)
+            .arg(&ki)
+            .arg(&alpha)
+            .arg(&beta);
+        // SAFETY: the arguments follow the kernel ABI of codegen/mod.rs.
+        unsafe { builder.launch(launch) }.map_err(|e| err(&e))?;
+        if splits > 1 {
+            let vecs = (m * n / 4) as u32;
+            let reduce_launch = LaunchConfig {
+                grid_dim: (vecs.div_ceil(256).max(1), 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let split_k = splits as i32;
+            let mut builder = stream.launch_builder(&reduce);
+            builder
+                .arg(&ws)
+                .arg(&mut c)
+                .arg(&mi)
+                .arg(&ni)
+                .arg(&split_k)
+                .arg(&alpha)
+                .arg(&beta);
+            // SAFETY: as above, for the reduction kernel.
+            unsafe { builder.launch(reduce_launch) }.map_err(|e| err(&e))?;
+        }
+        let got = stream.clone_dtoh(&c).map_err(|e| err(&e))?;
+        let (want, mag) = data.reference(alpha, beta, &c0);
+        let mut worst = 0f64;
+        for idx in 0..m * n {
+            let scaled = (got[idx] as f64 - want[idx]).abs() / (mag[idx] + 1e-6);
+            if !(scaled <= 1e-4) {
+                return Err(format!(
+                    "C[{}][{}] = {} but the reference is {} (|terms| {})",
+                    idx / n,
+                    idx % n,
+                    got[idx],
+                    want[idx],
+                    mag[idx]
+                ));
+            }
+            worst = worst.max(scaled);
+        }
+        Ok(worst)
+    }
+}

@@ -1,0 +1,287 @@
+//! Renders and compiles the kernels of `compile_set` with NVRTC for sm_80, sm_89 and sm_90.
+//!
+//! The full space is about 4,000 distinct kernels per (N:M, L) pattern at 0.3–2 s each,
+//! far beyond a CI budget, so by default the test compiles a deterministic stratified
+//! sample: for every (pipeline, packing, m_t, n_t) stratum of every pattern,
+//! `PRIMARY_PER_STRATUM` kernels spread evenly over the stratum for sm_90 and one for
+//! sm_80 and sm_89 in alternating strata. `NMTUNE_COMPILE_SAMPLE=full` compiles every
+//! distinct kernel for all three architectures.
+//!
+//! Cubins are cached under `$NMTUNE_CACHE_DIR` (default: cargo's target tmp folder), so a
+//! rerun compiles nothing. Without NVRTC the test prints "SKIPPED: NVRTC not found" and
+//! passes, unless `NMTUNE_REQUIRE_NVRTC` is set (CI sets it), in which case it fails.
+
+use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome, CompiledKernel};
+use nmtune::codegen::{
+    compile_set, nvrtc_available, nvrtc_version, render, KernelConfig, Pipeline,
+};
+use nmtune::gpu::GpuProfile;
+use nmtune::problem::NmPattern;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// (N, M, L) patterns compiled: the paper's M = 32 sparsities, dense, and small windows.
+const PATTERNS: [(u32, u32, u32); 7] = [
+    (16, 32, 32),
+    (8, 32, 32),
+    (4, 32, 32),
+    (32, 32, 32),
+    (2, 4, 4),
+    (2, 4, 8),
+    (4, 8, 16),
+];
+const PRIMARY_ARCH: &str = "sm_90";
+const SECONDARY_ARCHS: [&str; 2] = ["sm_80", "sm_89"];
+const PRIMARY_PER_STRATUM: usize = 2;
+
+struct Job {
+    pattern: String,
+    cfg: KernelConfig,
+    arch: &'static str,
+}
+
+struct Outcome {
+    job: Job,
+    result: Result<(CompiledKernel, CacheOutcome), String>,
+    elapsed: Duration,
+}
+
+#[test]
+fn every_sampled_kernel_compiles_for_every_architecture() {
+    if let Err(e) = nvrtc_available() {
+        if std::env::var_os("NMTUNE_REQUIRE_NVRTC").is_some() {
+            panic!("NMTUNE_REQUIRE_NVRTC is set but NVRTC is unavailable: {e}");
+        }
+        println!("SKIPPED: NVRTC not found ({e})");
+        return;
+    }
+    let full = std::env::var("NMTUNE_COMPILE_SAMPLE").is_ok_and(|v| v == "full");
+    let jobs = plan_jobs(full);
+    let cache_dir = cache_dir();
+    println!(
+        "compiling {} kernels ({}) with NVRTC {:?} on {} threads, cache {}",
+        jobs.len(),
+        if full {
+            "full space"
+        } else {
+            "stratified sample; NMTUNE_COMPILE_SAMPLE=full for all"
+        },
+        nvrtc_version().unwrap(),
+        rayon::current_num_threads(),
+        cache_dir.display()
+    );
+    let started = Instant::now();
+    let outcomes: Vec<Outcome> = jobs
+        .into_par_iter()
+        .map(|job| {
+            let t = Instant::now();
+            let result = render(&job.cfg).map_err(|e| e.to_string()).and_then(|src| {
+                let compiled = compile_cached_with_outcome(&src, job.arch, &cache_dir)
+                    .map_err(|e| e.to_string())?;
+                check_module(&compiled.0, &src.name)?;
+                Ok(compiled)
+            });
+            Outcome {
+                job,
+                result,
+                elapsed: t.elapsed(),
+            }
+        })
+        .collect();
+    let report = summarize(&outcomes, started.elapsed(), full);
+    println!("{report}");
+    let report_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compile_report.txt");
+    if let Err(e) = std::fs::write(&report_path, &report) {
+        println!("cannot write {}: {e}", report_path.display());
+    } else {
+        println!("report written to {}", report_path.display());
+    }
+    let failures: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| {
+            o.result
+                .as_ref()
+                .err()
+                .map(|e| format!("{} [{}]: {e}", o.job.cfg.name(), o.job.arch))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} kernels failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// Both entry points exist and ptxas reported the main kernel's registers.
+fn check_module(kernel: &CompiledKernel, name: &str) -> Result<(), String> {
+    if kernel.cubin.is_empty() {
+        return Err("empty cubin".into());
+    }
+    for symbol in [name.to_string(), format!("{name}_reduce")] {
+        if !kernel
+            .log
+            .contains(&format!("Compiling entry function '{symbol}'"))
+        {
+            return Err(format!(
+                "entry point {symbol} missing from the ptxas report"
+            ));
+        }
+    }
+    match kernel.registers {
+        Some(r) if r <= 255 => Ok(()),
+        other => Err(format!("register count {other:?} missing or above 255")),
+    }
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("NMTUNE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins"))
+}
+
+fn plan_jobs(full: bool) -> Vec<Job> {
+    let gpu = GpuProfile::builtin("h100").expect("built-in h100 profile");
+    let mut jobs = Vec::new();
+    for (n, m, l) in PATTERNS {
+        let nm = NmPattern::new(n, m).expect("valid pattern");
+        let pattern = format!("{nm} L={l}");
+        let kernels = compile_set(nm, l, &gpu);
+        assert!(!kernels.is_empty(), "no kernel for {pattern}");
+        let (primary, secondary) = if full {
+            (kernels.clone(), kernels)
+        } else {
+            sample(&kernels)
+        };
+        for cfg in primary {
+            jobs.push(Job {
+                pattern: pattern.clone(),
+                cfg,
+                arch: PRIMARY_ARCH,
+            });
+        }
+        for (i, cfg) in secondary.into_iter().enumerate() {
+            let archs: Vec<&'static str> = if full {
+                SECONDARY_ARCHS.to_vec()
+            } else {
+                vec![SECONDARY_ARCHS[i % SECONDARY_ARCHS.len()]]
+            };
+            for arch in archs {
+                jobs.push(Job {
+                    pattern: pattern.clone(),
+                    cfg,
+                    arch,
+                });
+            }
+        }
+    }
+    jobs
+}
+
+/// Stratified deterministic sample of one pattern's kernels: strata by (pipeline, packing,
+/// m_t, n_t); within a stratum, configurations spread evenly over its sorted order (which
+/// varies m_s, n_s, k_s and the warp layout). Returns (sm_90 sample, secondary sample).
+fn sample(kernels: &[KernelConfig]) -> (Vec<KernelConfig>, Vec<KernelConfig>) {
+    let mut strata: BTreeMap<(Pipeline, bool, u32, u32), Vec<KernelConfig>> = BTreeMap::new();
+    for cfg in kernels {
+        strata
+            .entry((cfg.pipeline, cfg.packing, cfg.m_t, cfg.n_t))
+            .or_default()
+            .push(*cfg);
+    }
+    let mut primary = Vec::new();
+    let mut secondary = Vec::new();
+    for members in strata.values() {
+        let picks = spread(members, PRIMARY_PER_STRATUM);
+        // The secondary architectures get the middle member, not one already in `primary`
+        // when the stratum is large enough.
+        secondary.push(members[members.len() / 2]);
+        primary.extend(picks);
+    }
+    (primary, secondary)
+}
+
+/// `count` members at evenly spaced positions, first and last included.
+fn spread(members: &[KernelConfig], count: usize) -> Vec<KernelConfig> {
+    if members.len() <= count {
+        return members.to_vec();
+    }
+    (0..count)
+        .map(|i| members[i * (members.len() - 1) / (count - 1).max(1)])
+        .collect()
+}
+
+fn summarize(outcomes: &[Outcome], wall: Duration, full: bool) -> String {
+    #[derive(Default)]
+    struct Row {
+        count: usize,
+        compiled: usize,
+        failed: usize,
+        max_registers: u32,
+        spilling: Vec<String>,
+        compile_time: Duration,
+    }
+    let mut rows: BTreeMap<(String, &str), Row> = BTreeMap::new();
+    for o in outcomes {
+        let row = rows.entry((o.job.pattern.clone(), o.job.arch)).or_default();
+        row.count += 1;
+        match &o.result {
+            Ok((kernel, outcome)) => {
+                if *outcome == CacheOutcome::Compiled {
+                    row.compiled += 1;
+                    row.compile_time += o.elapsed;
+                }
+                row.max_registers = row.max_registers.max(kernel.registers.unwrap_or(0));
+                if let Some(bytes) = kernel.spill_bytes.filter(|&b| b > 0) {
+                    row.spilling
+                        .push(format!("{} ({bytes} B)", o.job.cfg.name()));
+                }
+            }
+            Err(_) => row.failed += 1,
+        }
+    }
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "NVRTC compile report ({}), wall time {:.1} s",
+        if full {
+            "full space"
+        } else {
+            "stratified sample"
+        },
+        wall.as_secs_f64()
+    );
+    let _ = writeln!(
+        text,
+        "{:<14} {:<6} {:>7} {:>8} {:>6} {:>8} {:>8} {:>9}",
+        "pattern", "arch", "kernels", "compiled", "failed", "max_regs", "spilling", "s/kernel"
+    );
+    for ((pattern, arch), row) in &rows {
+        let per_kernel = if row.compiled > 0 {
+            row.compile_time.as_secs_f64() / row.compiled as f64
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            text,
+            "{:<14} {:<6} {:>7} {:>8} {:>6} {:>8} {:>8} {:>9.2}",
+            pattern,
+            arch,
+            row.count,
+            row.compiled,
+            row.failed,
+            row.max_registers,
+            row.spilling.len(),
+            per_kernel
+        );
+    }
+    for ((pattern, arch), row) in &rows {
+        for name in &row.spilling {
+            let _ = writeln!(text, "spills: {pattern} {arch} {name}");
+        }
+    }
+    text
+}
