@@ -176,57 +176,6 @@ fn each_broken_rule_is_rejected_with_its_reason() {
 }
 
 #[test]
-fn gpu_limits_are_rejected_with_the_gpu_named() {
-    let gpu = h100();
-    let big = KernelConfig {
-        nm: nm(32, 32),
-        k_s: 256,
-        m_s: 128,
-        n_s: 128,
-        pipeline: Pipeline::CpAsync { stages: 4 },
-        ..base()
-    };
-    validate_structure(&big).unwrap();
-    let reason = reason_of(validate(&big, &gpu));
-    assert!(
-        reason.contains("bytes of shared memory") && reason.contains("h100"),
-        "{reason}"
-    );
-
-    let crowded = KernelConfig {
-        m_s: 128,
-        n_s: 128,
-        m_t: 4,
-        n_t: 4,
-        k_s: 32,
-        ..base()
-    };
-    assert_eq!(crowded.threads(), 1024);
-    assert!(crowded.threads() * estimated_registers(&crowded) > gpu.regs_per_sm);
-    let reason = reason_of(validate(&crowded, &gpu));
-    assert!(reason.contains("not one block fits"), "{reason}");
-
-    let turing = GpuProfile {
-        compute_capability: (7, 5),
-        name: "t4".into(),
-        ..gpu.clone()
-    };
-    let reason = reason_of(validate(&base(), &turing));
-    assert!(
-        reason.contains("cp.async needs compute capability 8.0"),
-        "{reason}"
-    );
-    validate(
-        &KernelConfig {
-            pipeline: Pipeline::RegisterDouble,
-            ..base()
-        },
-        &turing,
-    )
-    .unwrap();
-}
-
-#[test]
 fn problem_rules_tie_a_configuration_to_its_problem() {
     let cfg = KernelConfig {
         split_k: 4,
@@ -334,31 +283,6 @@ fn search_space_is_valid_unique_and_named_uniquely() {
         let symbols: HashSet<String> = kernels.iter().map(|c| render(c).unwrap().name).collect();
         assert_eq!(symbols.len(), kernels.len(), "kernel symbols collide");
     }
-}
-
-#[test]
-fn search_space_keeps_the_largest_k_s_that_fits() {
-    let gpu = h100();
-    let space = search_space(nm(8, 32), 32, &gpu);
-    // The paper's large tile with a 4-stage pipeline: 256 does not fit, 128 is the largest.
-    let like = |c: &KernelConfig| {
-        c.m_s == 128
-            && c.n_s == 128
-            && c.m_t == 8
-            && c.n_t == 8
-            && c.warp == WarpLayout::new(4, 8)
-            && !c.packing
-            && c.pipeline == Pipeline::CpAsync { stages: 4 }
-            && c.split_k == 1
-    };
-    let mut k_s: Vec<u32> = space.iter().filter(|c| like(c)).map(|c| c.k_s).collect();
-    k_s.sort();
-    let too_big = KernelConfig {
-        k_s: 256,
-        ..*space.iter().find(|c| like(c)).unwrap()
-    };
-    assert!(validate(&too_big, &gpu).is_err());
-    assert_eq!(k_s, vec![32, 64, 128]);
 }
 
 #[test]

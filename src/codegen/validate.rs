@@ -66,15 +66,19 @@ pub fn validate_for_problem(cfg: &KernelConfig, problem: &Problem) -> Result<(),
 }
 
 /// Estimated 32-bit registers per thread: accumulators m_t·n_t, A fragments G·m_t (G
-/// column groups), B' fragment n_t, the register staging of the next tile (register
+/// column groups), B' fragment n_t, the register staging of a tile (single and register
 /// double buffer), the prefetched col_info entries (packing with a two-buffer pipeline),
 /// the row pointers of the tile loads and a fixed overhead for indices and addresses.
 pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     let tiles = cfg.m_t * cfg.n_t + cfg.groups_per_thread() * cfg.m_t + cfg.n_t;
     let maps = LoadMaps::of(cfg);
+    // Register-staged pipelines hold a whole tile in flight: the double buffer during
+    // compute, the single buffer between its loads and stores (alongside the accumulators).
     let staging = match cfg.pipeline {
-        Pipeline::RegisterDouble => maps.a_elems() + 4 * maps.b_vecs() + maps.d_iters,
-        _ => 0,
+        Pipeline::RegisterDouble | Pipeline::Single => {
+            maps.a_elems() + 4 * maps.b_vecs() + maps.d_iters
+        }
+        Pipeline::CpAsync { .. } => 0,
     };
     let col_prefetch = match (cfg.packing, cfg.pipeline) {
         (true, Pipeline::Single) | (false, _) => 0,
