@@ -35,7 +35,7 @@ const PATTERNS: [(u32, u32, u32); 7] = [
 ];
 const PRIMARY_ARCH: &str = "sm_90";
 const SECONDARY_ARCHS: [&str; 2] = ["sm_80", "sm_89"];
-const PRIMARY_PER_STRATUM: usize = 2;
+const PRIMARY_PER_STRATUM: usize = 1;
 
 struct Job {
     pattern: String,
