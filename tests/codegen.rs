@@ -826,7 +826,7 @@ mod gpu {
         let mut worst = 0f64;
         for idx in 0..m * n {
             let scaled = (got[idx] as f64 - want[idx]).abs() / (mag[idx] + 1e-6);
-            if !(scaled <= 1e-4) {
+            if scaled.is_nan() || scaled > 1e-4 {
                 return Err(format!(
                     "C[{}][{}] = {} but the reference is {} (|terms| {})",
                     idx / n,
