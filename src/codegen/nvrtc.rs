@@ -38,6 +38,22 @@ pub struct CompiledKernel {
     pub smem_static: Option<u32>,
 }
 
+impl CompiledKernel {
+    /// A kernel from NVRTC's output (fresh or cached), with ptxas's report parsed from the log.
+    fn from_output(src: &KernelSource, arch: &str, cubin: Vec<u8>, log: String) -> Self {
+        let report = parse_resource_report(&log, &src.name);
+        Self {
+            name: src.name.clone(),
+            arch: arch.to_string(),
+            cubin,
+            log,
+            registers: report.registers,
+            spill_bytes: report.spill_bytes,
+            smem_static: report.smem_static,
+        }
+    }
+}
+
 /// Ok when the NVRTC library can be loaded.
 pub fn nvrtc_available() -> Result<(), CodegenError> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
@@ -90,16 +106,7 @@ pub fn compile(src: &KernelSource, arch: &str) -> Result<CompiledKernel, Codegen
     // SAFETY: `prog` came from create_program and is destroyed exactly once, here.
     let _ = unsafe { result::destroy_program(prog) };
     let (cubin, log) = outcome.map_err(fail)?;
-    let report = parse_resource_report(&log, &src.name);
-    Ok(CompiledKernel {
-        name: src.name.clone(),
-        arch: arch.to_string(),
-        cubin,
-        log,
-        registers: report.registers,
-        spill_bytes: report.spill_bytes,
-        smem_static: report.smem_static,
-    })
+    Ok(CompiledKernel::from_output(src, arch, cubin, log))
 }
 
 /// Compile, then fetch the cubin and the log. Errors carry the log.
@@ -265,16 +272,7 @@ pub fn compile_cached_with_outcome(
     let key = cache_key(src, arch)?;
     let path = cache_dir.join(format!("{key}.cubin"));
     if let Some((cubin, log)) = read_cache_file(&path) {
-        let report = parse_resource_report(&log, &src.name);
-        let kernel = CompiledKernel {
-            name: src.name.clone(),
-            arch: arch.to_string(),
-            cubin,
-            log,
-            registers: report.registers,
-            spill_bytes: report.spill_bytes,
-            smem_static: report.smem_static,
-        };
+        let kernel = CompiledKernel::from_output(src, arch, cubin, log);
         return Ok((kernel, CacheOutcome::Hit));
     }
     let kernel = compile(src, arch)?;

@@ -192,8 +192,8 @@ pub fn tune_on_gpu(
     };
     let bar = progress(todo.len(), opts.quiet);
     let mut loaded: HashMap<KernelConfig, LoadedKernel> = HashMap::new();
-    for (weight_key, group) in group_by_weight(&plans) {
-        let mut weight = DeviceWeight::random(gpu, &weight_key, opts.seed)?;
+    for group in group_by_weight(&plans) {
+        let mut weight = DeviceWeight::random(gpu, group[0].0, opts.seed)?;
         for (problem, configs) in group {
             tune_problem(
                 gpu,
@@ -223,53 +223,23 @@ pub fn tune_on_gpu(
     Ok(summary)
 }
 
+/// A problem and the candidates to time for it.
+type Plan<'a> = (&'a Problem, &'a Vec<KernelConfig>);
+
 /// Problems sharing (n, k, N:M, L) share one random weight; smallest m first.
-fn group_by_weight(
-    plans: &[(Problem, Vec<KernelConfig>)],
-) -> BTreeMap<WeightKey, Vec<(&Problem, &Vec<KernelConfig>)>> {
-    let mut groups: BTreeMap<WeightKey, Vec<(&Problem, &Vec<KernelConfig>)>> = BTreeMap::new();
-    for (problem, configs) in plans {
+fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> Vec<Vec<Plan<'_>>> {
+    let mut groups: BTreeMap<(usize, usize, u32, u32, usize), Vec<Plan<'_>>> = BTreeMap::new();
+    for (p, configs) in plans {
         groups
-            .entry(WeightKey(*problem))
+            .entry((p.n, p.k, p.nm.n, p.nm.m, p.l))
             .or_default()
-            .push((problem, configs));
+            .push((p, configs));
     }
-    for group in groups.values_mut() {
+    let mut groups: Vec<_> = groups.into_values().collect();
+    for group in &mut groups {
         group.sort_by_key(|(p, _)| p.m);
     }
     groups
-}
-
-/// Orders and compares problems by their weight only.
-#[derive(Clone, Copy)]
-struct WeightKey(Problem);
-
-impl WeightKey {
-    fn tuple(&self) -> (usize, usize, u32, u32, usize) {
-        (self.0.n, self.0.k, self.0.nm.n, self.0.nm.m, self.0.l)
-    }
-}
-impl PartialEq for WeightKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.tuple() == other.tuple()
-    }
-}
-impl Eq for WeightKey {}
-impl PartialOrd for WeightKey {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for WeightKey {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.tuple().cmp(&other.tuple())
-    }
-}
-impl std::ops::Deref for WeightKey {
-    type Target = Problem;
-    fn deref(&self) -> &Problem {
-        &self.0
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
