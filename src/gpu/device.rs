@@ -42,6 +42,21 @@ pub(crate) fn driver_err(what: impl Into<String>) -> impl FnOnce(DriverError) ->
     }
 }
 
+/// Copy `host` into a new buffer on `stream`; an empty slice becomes a one-element
+/// placeholder (kernels never read it, and CUDA cannot allocate zero bytes).
+pub fn upload_on<T: cudarc::driver::DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    host: &[T],
+) -> Result<CudaSlice<T>, GpuError> {
+    if host.is_empty() {
+        // SAFETY: a one-element placeholder that kernels never read.
+        return unsafe { stream.alloc::<T>(1) }.map_err(driver_err("allocating"));
+    }
+    stream
+        .clone_htod(host)
+        .map_err(driver_err("copying to the device"))
+}
+
 /// Whether libcuda can be loaded (without panicking).
 pub fn driver_present() -> bool {
     // SAFETY: only tries to dlopen the library.
@@ -136,13 +151,7 @@ impl Gpu {
         &self,
         host: &[T],
     ) -> Result<CudaSlice<T>, GpuError> {
-        if host.is_empty() {
-            // SAFETY: a one-element placeholder that kernels never read.
-            return unsafe { self.stream.alloc::<T>(1) }.map_err(driver_err("allocating"));
-        }
-        self.stream
-            .clone_htod(host)
-            .map_err(driver_err("copying to the device"))
+        upload_on(&self.stream, host)
     }
 
     pub fn download(&self, dev: &CudaSlice<f32>) -> Result<Vec<f32>, GpuError> {
@@ -408,6 +417,14 @@ pub fn short_name_for(full_name: &str) -> Option<&'static str> {
     .into_iter()
     .find(|(needle, _)| upper.contains(needle))
     .map(|(_, short)| short)
+}
+
+/// The profile name of a device: the built-in short name ("h200") when known, else the
+/// marketing name made filename-safe, as [`Gpu::open`] names it.
+pub fn profile_name_for(full_name: &str) -> String {
+    short_name_for(full_name)
+        .map(str::to_string)
+        .unwrap_or_else(|| sanitize_name(full_name))
 }
 
 fn sanitize_name(full_name: &str) -> String {

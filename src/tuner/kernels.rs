@@ -5,7 +5,10 @@ use crate::codegen::{self, KernelConfig};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
 use std::sync::Arc;
 
 /// A generated kernel ready to launch: main function and, for split-K, its reduction.
@@ -37,7 +40,19 @@ impl LoadedKernel {
         source: &codegen::render::KernelSource,
         cubin: &[u8],
     ) -> Result<Self, GpuError> {
-        let module = gpu.load_module(cubin)?;
+        Self::load_in(&gpu.ctx, config, source, cubin)
+    }
+
+    /// [`LoadedKernel::load`] into any context, e.g. the one of an application's stream.
+    pub fn load_in(
+        ctx: &Arc<CudaContext>,
+        config: KernelConfig,
+        source: &codegen::render::KernelSource,
+        cubin: &[u8],
+    ) -> Result<Self, GpuError> {
+        let module = ctx
+            .load_module(Ptx::from_binary(cubin.to_vec()))
+            .map_err(driver_err("loading a module"))?;
         let main = module
             .load_function(&source.name)
             .map_err(driver_err(format!("loading {}", source.name)))?;
@@ -84,6 +99,18 @@ impl LoadedKernel {
         &self,
         gpu: &Gpu,
         bufs: LaunchBuffers<'_>,
+        shape: (usize, usize, usize),
+        alpha: f32,
+        beta: f32,
+    ) -> Result<(), GpuError> {
+        self.launch_on(&gpu.stream, bufs, shape, alpha, beta)
+    }
+
+    /// [`LoadedKernel::launch`] on any stream of the context the kernel was loaded into.
+    pub fn launch_on(
+        &self,
+        stream: &Arc<CudaStream>,
+        bufs: LaunchBuffers<'_>,
         (m, n, k): (usize, usize, usize),
         alpha: f32,
         beta: f32,
@@ -99,7 +126,7 @@ impl LoadedKernel {
             shared_mem_bytes: cfg.smem_bytes(),
         };
         let (m32, n32, k32) = (m as i32, n as i32, k as i32);
-        let mut main = gpu.stream.launch_builder(&self.main);
+        let mut main = stream.launch_builder(&self.main);
         main.arg(bufs.a).arg(bufs.b_values).arg(bufs.indices);
         main.arg(bufs.col_info).arg(bufs.col_count);
         main.arg(&mut *bufs.c).arg(&mut *bufs.workspace);
@@ -114,7 +141,7 @@ impl LoadedKernel {
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut launch = gpu.stream.launch_builder(reduce);
+            let mut launch = stream.launch_builder(reduce);
             launch.arg(&*bufs.workspace).arg(bufs.c);
             launch
                 .arg(&m32)

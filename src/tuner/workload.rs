@@ -2,13 +2,16 @@
 //! rotating activation sets so that small problems are not timed from L2.
 
 use crate::format::{self, ColInfo, CompressedWeight};
+use crate::gpu::device::upload_on;
 use crate::gpu::{Gpu, GpuError};
 use crate::problem::{NmPattern, Problem};
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaStream};
 use rand::rngs::SmallRng;
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A random N:M weight, on the host (indices, for col_info) and on the device.
 pub struct DeviceWeight {
@@ -17,7 +20,7 @@ pub struct DeviceWeight {
     pub indices: CudaSlice<i32>,
     /// The decompressed k×n weight: cuBLAS's operand, and the verification reference.
     pub dense: CudaSlice<f32>,
-    col_infos: HashMap<(u32, u32), DeviceColInfo>,
+    col_infos: DeviceColInfos,
 }
 
 /// col_info of one (k_s, n_s) tiling on the device.
@@ -25,6 +28,58 @@ pub struct DeviceColInfo {
     pub columns: CudaSlice<i32>,
     pub counts: CudaSlice<i32>,
     pub packed_indices: CudaSlice<i32>,
+}
+
+impl DeviceColInfo {
+    /// Copy a host [`ColInfo`] to the device.
+    pub fn upload(stream: &Arc<CudaStream>, info: &ColInfo) -> Result<Self, GpuError> {
+        Ok(Self {
+            columns: upload_on(stream, &info.columns)?,
+            counts: upload_on(stream, &info.counts)?,
+            packed_indices: upload_on(stream, &info.packed_indices)?,
+        })
+    }
+}
+
+/// The col_info tilings of one weight built so far, keyed by (k_s, n_s): each is built on
+/// the host and uploaded once, on first use (shared by the tuner and the runtime).
+#[derive(Default)]
+pub struct DeviceColInfos {
+    tilings: HashMap<(u32, u32), DeviceColInfo>,
+}
+
+impl DeviceColInfos {
+    /// Build and upload the (k_s, n_s) tiling of `host` unless it exists; return it.
+    pub fn prepare(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        host: &CompressedWeight,
+        (k_s, n_s): (u32, u32),
+    ) -> Result<&DeviceColInfo, WorkloadError> {
+        match self.tilings.entry((k_s, n_s)) {
+            Entry::Occupied(found) => Ok(found.into_mut()),
+            Entry::Vacant(slot) => {
+                let info = format::build_col_info(host, k_s as usize, n_s as usize)?;
+                Ok(slot.insert(DeviceColInfo::upload(stream, &info)?))
+            }
+        }
+    }
+
+    /// A tiling prepared earlier.
+    pub fn get(&self, k_s: u32, n_s: u32) -> Option<&DeviceColInfo> {
+        self.tilings.get(&(k_s, n_s))
+    }
+}
+
+/// B' and D of a weight on the device, D widened to i32 (the non-packing kernels' operand).
+pub fn upload_compressed(
+    stream: &Arc<CudaStream>,
+    host: &CompressedWeight,
+) -> Result<(CudaSlice<f32>, CudaSlice<i32>), GpuError> {
+    Ok((
+        upload_on(stream, &host.values)?,
+        upload_on(stream, &host.indices_i32())?,
+    ))
 }
 
 /// Random kept-row positions: N distinct sorted positions per window and column group.
@@ -59,8 +114,7 @@ impl DeviceWeight {
 
     /// Put an existing compressed weight on the device.
     pub fn upload(gpu: &Gpu, host: CompressedWeight) -> Result<Self, WorkloadError> {
-        let values = gpu.upload(&host.values)?;
-        let indices = gpu.upload(&host.indices_i32())?;
+        let (values, indices) = upload_compressed(&gpu.stream, &host)?;
         let mut dense = gpu.alloc(host.k * host.n)?;
         gpu.decompress(
             &values,
@@ -76,27 +130,20 @@ impl DeviceWeight {
             values,
             indices,
             dense,
-            col_infos: HashMap::new(),
+            col_infos: DeviceColInfos::default(),
         })
     }
 
     /// Build col_info for a (k_s, n_s) tiling unless it exists.
     pub fn prepare_col_info(&mut self, gpu: &Gpu, k_s: u32, n_s: u32) -> Result<(), WorkloadError> {
-        if !self.col_infos.contains_key(&(k_s, n_s)) {
-            let info: ColInfo = format::build_col_info(&self.host, k_s as usize, n_s as usize)?;
-            let device = DeviceColInfo {
-                columns: gpu.upload(&info.columns)?,
-                counts: gpu.upload(&info.counts)?,
-                packed_indices: gpu.upload(&info.packed_indices)?,
-            };
-            self.col_infos.insert((k_s, n_s), device);
-        }
-        Ok(())
+        self.col_infos
+            .prepare(&gpu.stream, &self.host, (k_s, n_s))
+            .map(|_| ())
     }
 
     /// col_info of a tiling prepared earlier.
     pub fn col_info(&self, k_s: u32, n_s: u32) -> Option<&DeviceColInfo> {
-        self.col_infos.get(&(k_s, n_s))
+        self.col_infos.get(k_s, n_s)
     }
 }
 
