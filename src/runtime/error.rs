@@ -1,0 +1,56 @@
+//! Errors of the runtime: each one line, saying what to fix.
+
+use crate::codegen::CodegenError;
+use crate::db::DbError;
+use crate::format::FormatError;
+use crate::gpu::GpuError;
+use crate::problem::ProblemError;
+use crate::tuner::workload::WorkloadError;
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// Why a lookup, a weight preparation or a launch failed.
+#[derive(Debug, Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Codegen(#[from] CodegenError),
+    #[error(
+        "unknown GPU '{name}': no built-in profile has that name and {} stores none",
+        path.display()
+    )]
+    UnknownGpu { name: String, path: PathBuf },
+    #[error("no kernel of the template family can run {problem}: {reason}")]
+    Unsupported { problem: String, reason: String },
+    #[error("{what} holds {got} floats, fewer than the {need} that {shape} needs")]
+    BufferTooSmall {
+        what: &'static str,
+        got: usize,
+        need: usize,
+        shape: String,
+    },
+    #[error("{what} belongs to another CUDA context than the one the runtime was created for")]
+    WrongContext { what: &'static str },
+    #[error("the lookup table is for GPU '{table}', but the device is '{device}' ({full_name}); open the table with --gpu {device}")]
+    GpuMismatch {
+        table: String,
+        device: String,
+        full_name: String,
+    },
+}
+
+impl From<WorkloadError> for RuntimeError {
+    fn from(err: WorkloadError) -> Self {
+        match err {
+            WorkloadError::Gpu(e) => Self::Gpu(e),
+            WorkloadError::Format(e) => Self::Format(e),
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Launching: the compiled kernels of one device context ([`Runtime`]) and a weight on the
+//! device that picks its kernel per call ([`SparseLinear`]).
+
+use super::{Choice, Lookup, PreparedWeight, RuntimeError};
+use crate::codegen::{self, nvrtc, KernelConfig};
+use crate::gpu::device::{driver_err, profile_name_for};
+use crate::tuner::kernels::{LaunchBuffers, LoadedKernel};
+use crate::tuner::workload::{upload_compressed, DeviceColInfos};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A lookup table bound to one CUDA context, with the kernels loaded into it so far.
+///
+/// Kernels are rendered, compiled (through the checksum-verified on-disk NVRTC cache) and
+/// loaded on first use, then kept in memory; every [`SparseLinear`] of the context shares
+/// them. Compilation happens under a lock, so two threads never compile the same kernel.
+pub struct Runtime {
+    lookup: Lookup,
+    ctx: Arc<CudaContext>,
+    arch: String,
+    cache_dir: PathBuf,
+    kernels: Mutex<HashMap<KernelConfig, Arc<LoadedKernel>>>,
+}
+
+impl Runtime {
+    /// A runtime for `ctx`, caching cubins in [`nvrtc::default_cache_dir`]. The device must
+    /// be the GPU the lookup table was made for (its timings and limits describe that GPU).
+    pub fn new(lookup: Lookup, ctx: &Arc<CudaContext>) -> Result<Arc<Self>, RuntimeError> {
+        Self::with_cache_dir(lookup, ctx, nvrtc::default_cache_dir())
+    }
+
+    /// [`Runtime::new`] with another cubin cache folder.
+    pub fn with_cache_dir(
+        lookup: Lookup,
+        ctx: &Arc<CudaContext>,
+        cache_dir: PathBuf,
+    ) -> Result<Arc<Self>, RuntimeError> {
+        check_device(&lookup, ctx)?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(driver_err("reading the compute capability"))?;
+        Ok(Arc::new(Self {
+            lookup,
+            ctx: ctx.clone(),
+            arch: format!("sm_{major}{minor}"),
+            cache_dir,
+            kernels: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    pub fn lookup(&self) -> &Lookup {
+        &self.lookup
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// `config`'s kernel, loaded into this context (compiled on first use).
+    pub fn kernel(&self, config: &KernelConfig) -> Result<Arc<LoadedKernel>, RuntimeError> {
+        let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(kernel) = kernels.get(config) {
+            return Ok(kernel.clone());
+        }
+        let source = codegen::render(config)?;
+        let compiled = nvrtc::compile_cached(&source, &self.arch, &self.cache_dir)?;
+        let kernel = LoadedKernel::load_in(&self.ctx, *config, &source, &compiled.cubin)?;
+        let kernel = Arc::new(kernel);
+        kernels.insert(*config, kernel.clone());
+        Ok(kernel)
+    }
+
+    fn check_context(
+        &self,
+        ctx: &Arc<CudaContext>,
+        what: &'static str,
+    ) -> Result<(), RuntimeError> {
+        if Arc::ptr_eq(ctx, &self.ctx) {
+            Ok(())
+        } else {
+            Err(RuntimeError::WrongContext { what })
+        }
+    }
+}
+
+/// The device must carry the lookup table's GPU name.
+fn check_device(lookup: &Lookup, ctx: &Arc<CudaContext>) -> Result<(), RuntimeError> {
+    let full_name = ctx.name().map_err(driver_err("reading the device name"))?;
+    let device = profile_name_for(&full_name);
+    if device == lookup.gpu().name {
+        return Ok(());
+    }
+    Err(RuntimeError::GpuMismatch {
+        table: lookup.gpu().name.clone(),
+        device,
+        full_name,
+    })
+}
+
+/// A prepared weight on the device: `C = alpha·A ⊗ (B', D) + beta·C` for any m, with the
+/// kernel the [`Lookup`] picks for that m.
+///
+/// A (m×k) and C (m×n) are the caller's row-major buffers, on the caller's stream; k and n
+/// are the weight's padded sizes ([`PreparedWeight::k`], [`PreparedWeight::n`]). Buffers may
+/// be larger than needed, never smaller. The split-K workspace and the col_info of packing
+/// kernels live here, grown and built on first need. Launches of one `SparseLinear` share
+/// that workspace: issue them on one stream, or order the streams yourself.
+pub struct SparseLinear {
+    runtime: Arc<Runtime>,
+    weight: PreparedWeight,
+    values: CudaSlice<f32>,
+    indices: CudaSlice<i32>,
+    col_infos: DeviceColInfos,
+    workspace: CudaSlice<f32>,
+}
+
+impl SparseLinear {
+    /// Upload `weight` on `stream` (of the runtime's context) and wait for the copy, so the
+    /// weight is usable from any stream afterwards.
+    pub fn new(
+        runtime: Arc<Runtime>,
+        weight: PreparedWeight,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Self, RuntimeError> {
+        runtime.check_context(stream.context(), "the stream")?;
+        let (values, indices) = upload_compressed(stream, weight.weight())?;
+        // SAFETY: a placeholder until a split-K kernel needs a workspace; never read.
+        let workspace = unsafe { stream.alloc::<f32>(1) }.map_err(driver_err("allocating"))?;
+        stream
+            .synchronize()
+            .map_err(driver_err("uploading the weight"))?;
+        Ok(Self {
+            runtime,
+            weight,
+            values,
+            indices,
+            col_infos: DeviceColInfos::default(),
+            workspace,
+        })
+    }
+
+    pub fn weight(&self) -> &PreparedWeight {
+        &self.weight
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The kernel [`SparseLinear::forward`] would launch for `m` rows.
+    pub fn choose(&self, m: usize) -> Result<Choice, RuntimeError> {
+        self.runtime.lookup().lookup(&self.weight.problem(m)?)
+    }
+
+    /// Enqueue `C = alpha·A ⊗ (B', D) + beta·C` for `m` rows on `stream` with the kernel
+    /// the lookup picks; returns that choice. Asynchronous, like any kernel launch.
+    /// `beta == 0` never reads C.
+    pub fn forward(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<f32>,
+        c: &mut CudaSlice<f32>,
+        m: usize,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<Choice, RuntimeError> {
+        let choice = self.choose(m)?;
+        self.launch(&choice.config, stream, (a, c, m), (alpha, beta))?;
+        Ok(choice)
+    }
+
+    /// [`SparseLinear::forward`] with a configuration of the caller's choosing (to compare
+    /// kernels); it must be valid for the problem and the GPU.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward_with(
+        &mut self,
+        config: &KernelConfig,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<f32>,
+        c: &mut CudaSlice<f32>,
+        m: usize,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<(), RuntimeError> {
+        codegen::validate(config, self.runtime.lookup().gpu())?;
+        codegen::validate_for_problem(config, &self.weight.problem(m)?)?;
+        self.launch(config, stream, (a, c, m), (alpha, beta))
+    }
+
+    fn launch(
+        &mut self,
+        config: &KernelConfig,
+        stream: &Arc<CudaStream>,
+        (a, c, m): (&CudaSlice<f32>, &mut CudaSlice<f32>, usize),
+        (alpha, beta): (f32, f32),
+    ) -> Result<(), RuntimeError> {
+        self.check_operands(stream, a, c, m)?;
+        let (k, n) = (self.weight.k(), self.weight.n());
+        let kernel = self.runtime.kernel(config)?;
+        self.ensure_workspace(stream, kernel.workspace_len(m, n))?;
+        let packed = match config.packing {
+            true => Some(self.col_infos.prepare(
+                stream,
+                self.weight.weight(),
+                (config.k_s, config.n_s),
+            )?),
+            false => None,
+        };
+        // Non-packing kernels ignore col_info and col_count; any valid pointer will do.
+        let (indices, col_info, col_count) = match packed {
+            Some(info) => (&info.packed_indices, &info.columns, &info.counts),
+            None => (&self.indices, &self.indices, &self.indices),
+        };
+        let bufs = LaunchBuffers {
+            a,
+            b_values: &self.values,
+            indices,
+            col_info,
+            col_count,
+            c,
+            workspace: &mut self.workspace,
+        };
+        kernel.launch_on(stream, bufs, (m, n, k), alpha, beta)?;
+        Ok(())
+    }
+
+    /// Same context everywhere, and A and C large enough for m rows.
+    fn check_operands(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<f32>,
+        c: &CudaSlice<f32>,
+        m: usize,
+    ) -> Result<(), RuntimeError> {
+        self.runtime.check_context(stream.context(), "the stream")?;
+        self.runtime.check_context(a.context(), "matrix A")?;
+        self.runtime.check_context(c.context(), "matrix C")?;
+        let problem = self.weight.problem(m)?;
+        let too_small = |what, got, need| RuntimeError::BufferTooSmall {
+            what,
+            got,
+            need,
+            shape: problem.to_string(),
+        };
+        if a.len() < m * problem.k {
+            return Err(too_small("matrix A (m×k)", a.len(), m * problem.k));
+        }
+        if c.len() < m * problem.n {
+            return Err(too_small("matrix C (m×n)", c.len(), m * problem.n));
+        }
+        Ok(())
+    }
+
+    /// Grow the split-K workspace to `need` floats.
+    fn ensure_workspace(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        need: usize,
+    ) -> Result<(), RuntimeError> {
+        if need <= self.workspace.len() {
+            return Ok(());
+        }
+        // Launches on other streams may still use the old buffer: let them finish first.
+        self.runtime
+            .ctx
+            .synchronize()
+            .map_err(driver_err("waiting before growing the workspace"))?;
+        // SAFETY: the main kernel writes every partial sum before the reduction reads it.
+        self.workspace =
+            unsafe { stream.alloc::<f32>(need) }.map_err(driver_err("allocating the workspace"))?;
+        Ok(())
+    }
+}

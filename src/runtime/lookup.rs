@@ -1,0 +1,488 @@
+//! Which kernel to launch for a problem: the tuning database, loaded once into memory.
+//!
+//! [`Lookup::open`] reads every measurement of one GPU from the database, keeps the best
+//! usable entry per problem, and files them under their weight key (n, k, N, M, L, layout),
+//! sorted by m. [`Lookup::lookup`] then answers from that table alone — one hash probe and a
+//! binary search — so the hot path never touches SQLite. The rules, in order:
+//!
+//! 1. **Exact**: an entry for this very problem.
+//! 2. **Nearest m**: an entry for the same (n, k, N:M, L) whose m is nearest on a log scale
+//!    (ratio, not difference: 300 is nearer 256 than 512) and whose kernel is valid for the
+//!    requested m ([`validate_for_problem`]); ties go to the larger m.
+//! 3. **Default**: the paper's Table I configuration for the problem's size class
+//!    ([`search::table_one_config`]), then the other classes, then the performance model's
+//!    best; only a problem the template family cannot run at all is an error.
+//!
+//! Which entry is best per problem: a more trusted source first (measured > replay > model),
+//! then the smaller median, then the smaller kernel name. Entries tuned with other kernel
+//! templates (their checksum is not [`template_checksum`]) describe code this build does not
+//! generate: they are ignored, with one warning, and never launched.
+
+use super::RuntimeError;
+use crate::codegen::{template_checksum, validate, validate_for_problem, KernelConfig};
+use crate::db::{can_be_best, Database, DbError, Measurement, Source};
+use crate::gpu::GpuProfile;
+use crate::problem::{ALayout, NmPattern, Problem};
+use crate::tuner::search::{self, Strategy};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Which rule produced a [`Choice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// The database holds this very problem.
+    Exact,
+    /// Borrowed from the entry of the same weight at `from_m` rows.
+    NearestM { from_m: usize },
+    /// Nothing usable in the database: a built-in configuration.
+    Default,
+}
+
+impl Rule {
+    /// Short machine-readable name: `exact`, `nearest_m` or `default`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Rule::Exact => "exact",
+            Rule::NearestM { .. } => "nearest_m",
+            Rule::Default => "default",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rule::NearestM { from_m } => write!(f, "nearest m (entry tuned at m={from_m})"),
+            Rule::Default => f.write_str("default (Table I, nothing usable in the database)"),
+            Rule::Exact => f.write_str("exact"),
+        }
+    }
+}
+
+/// The kernel chosen for a problem, and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Choice {
+    pub config: KernelConfig,
+    pub rule: Rule,
+    /// Where the entry's time came from; `None` for a built-in default.
+    pub source: Option<Source>,
+    /// Stored median kernel time of the entry, µs (measured at `from_m` rows for
+    /// [`Rule::NearestM`]).
+    pub median_us: Option<f64>,
+    /// cuBLAS SGEMM time stored beside it, µs.
+    pub cublas_us: Option<f64>,
+}
+
+/// What loading the table kept and dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LookupStats {
+    /// Problems with a usable entry.
+    pub problems: usize,
+    /// Usable-looking measurements ignored because other templates produced them.
+    pub stale_ignored: usize,
+    /// Measurements dropped because their configuration fails validation on this GPU.
+    pub invalid_ignored: usize,
+}
+
+/// The problem key without m: every entry of one weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct WeightKey {
+    n: usize,
+    k: usize,
+    nm: NmPattern,
+    l: usize,
+    a_layout: ALayout,
+}
+
+impl WeightKey {
+    fn of(p: &Problem) -> Self {
+        Self {
+            n: p.n,
+            k: p.k,
+            nm: p.nm,
+            l: p.l,
+            a_layout: p.a_layout,
+        }
+    }
+}
+
+/// One problem's best entry, as much as a launch decision needs.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    m: usize,
+    config: KernelConfig,
+    source: Source,
+    median_us: f64,
+    cublas_us: Option<f64>,
+}
+
+impl Entry {
+    fn choice(&self, rule: Rule) -> Choice {
+        Choice {
+            config: self.config,
+            rule,
+            source: Some(self.source),
+            median_us: Some(self.median_us),
+            cublas_us: self.cublas_us,
+        }
+    }
+}
+
+/// The in-memory lookup table of one GPU.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    gpu: GpuProfile,
+    table: HashMap<WeightKey, Vec<Entry>>,
+    stats: LookupStats,
+}
+
+impl Lookup {
+    /// Load `gpu`'s entries from the database at `path` (read-only). A missing or empty
+    /// database, or one without usable entries for `gpu`, gives a table of defaults and one
+    /// warning; a file that is not a readable nmtune database is an error. The GPU's profile
+    /// (needed to validate defaults) is the one stored in the database, else the built-in one.
+    pub fn open(path: &Path, gpu: &str) -> Result<Self, RuntimeError> {
+        let name = canonical_gpu_name(gpu);
+        let Some(db) = open_if_present(path)? else {
+            let profile = builtin_or_unknown(&name, path)?;
+            log::warn!(
+                "no tuning database at {} (missing or empty): every problem gets a built-in default kernel",
+                path.display()
+            );
+            return Ok(Self::defaults_only(profile));
+        };
+        let profile = match db.gpu_profile(&name)? {
+            Some(stored) => stored,
+            None => builtin_or_unknown(&name, path)?,
+        };
+        let lookup = Self::load(profile, db.measurements(Some(&name))?, &path.display());
+        Ok(lookup)
+    }
+
+    /// A table built from measurements already in memory (tests, benches, other stores).
+    /// Measurements of other GPUs are skipped.
+    pub fn from_measurements(
+        gpu: GpuProfile,
+        measurements: impl IntoIterator<Item = Measurement>,
+    ) -> Self {
+        Self::load(gpu, measurements, &"the given measurements")
+    }
+
+    /// No entries at all: every problem gets a default.
+    pub fn defaults_only(gpu: GpuProfile) -> Self {
+        Self {
+            gpu,
+            table: HashMap::new(),
+            stats: LookupStats::default(),
+        }
+    }
+
+    fn load(
+        gpu: GpuProfile,
+        measurements: impl IntoIterator<Item = Measurement>,
+        origin: &dyn std::fmt::Display,
+    ) -> Self {
+        let (best, stats) = best_per_problem(&gpu, measurements);
+        let mut table: HashMap<WeightKey, Vec<Entry>> = HashMap::new();
+        for (problem, entry) in best {
+            table
+                .entry(WeightKey::of(&problem))
+                .or_default()
+                .push(entry);
+        }
+        for entries in table.values_mut() {
+            entries.sort_by_key(|e| e.m);
+        }
+        let lookup = Self { gpu, table, stats };
+        lookup.warn_once(origin);
+        lookup
+    }
+
+    /// One warning for the whole table: stale entries, or nothing usable.
+    fn warn_once(&self, origin: &dyn std::fmt::Display) {
+        let (gpu, stats) = (&self.gpu.name, &self.stats);
+        if stats.stale_ignored > 0 {
+            log::warn!(
+                "{origin}: ignored {} {gpu} entries tuned with other kernel templates (this build's checksum is {}); {} problems keep a usable entry, the rest get defaults — re-tune to refresh them",
+                stats.stale_ignored,
+                &template_checksum()[..12],
+                stats.problems
+            );
+        } else if stats.problems == 0 {
+            log::warn!(
+                "{origin}: no usable entries for GPU {gpu}: every problem gets a built-in default kernel"
+            );
+        }
+    }
+
+    /// The GPU this table is for.
+    pub fn gpu(&self) -> &GpuProfile {
+        &self.gpu
+    }
+
+    pub fn stats(&self) -> LookupStats {
+        self.stats
+    }
+
+    /// The kernel for `problem` by the rules of this module; an error only when no
+    /// configuration of the template family can run the problem at all.
+    pub fn lookup(&self, problem: &Problem) -> Result<Choice, RuntimeError> {
+        if let Some(entries) = self.table.get(&WeightKey::of(problem)) {
+            if let Some(choice) = from_entries(entries, problem) {
+                return Ok(choice);
+            }
+        }
+        self.default_choice(problem)
+    }
+
+    /// Rule 3: Table I for the size class, the other classes, then the model's best.
+    fn default_choice(&self, problem: &Problem) -> Result<Choice, RuntimeError> {
+        let first = search::table_one_class(problem);
+        let classes = std::iter::once(first).chain((0..3).filter(|&c| c != first));
+        let config = classes
+            .filter_map(|class| search::table_one_config(class, problem, &self.gpu))
+            .next()
+            .or_else(|| model_default(problem, &self.gpu))
+            .ok_or_else(|| unsupported(problem))?;
+        Ok(Choice {
+            config,
+            rule: Rule::Default,
+            source: None,
+            median_us: None,
+            cublas_us: None,
+        })
+    }
+}
+
+/// Rules 1 and 2 over one weight's entries (sorted by m).
+fn from_entries(entries: &[Entry], problem: &Problem) -> Option<Choice> {
+    let fits = |e: &&Entry| validate_for_problem(&e.config, problem).is_ok();
+    let at = entries.partition_point(|e| e.m < problem.m);
+    if let Some(exact) = entries.get(at).filter(|e| e.m == problem.m).filter(fits) {
+        return Some(exact.choice(Rule::Exact));
+    }
+    let below = entries[..at].iter().rev().find(fits);
+    let above = entries[at..].iter().filter(|e| e.m != problem.m).find(fits);
+    let nearest = match (below, above) {
+        (Some(b), Some(a)) => Some(if nearer_below(problem.m, b.m, a.m) {
+            b
+        } else {
+            a
+        }),
+        (b, a) => b.or(a),
+    }?;
+    Some(nearest.choice(Rule::NearestM { from_m: nearest.m }))
+}
+
+/// Whether `below` (< m) is strictly nearer `m` than `above` (> m) on a log scale:
+/// m/below < above/m, compared exactly as m² < below·above.
+fn nearer_below(m: usize, below: usize, above: usize) -> bool {
+    (m as u128) * (m as u128) < (below as u128) * (above as u128)
+}
+
+/// Trust of a source for launching: measured > replay > model.
+fn launch_rank(source: Source) -> u8 {
+    match source {
+        Source::Measured => 3,
+        Source::Replay => 2,
+        Source::Model => 1,
+    }
+}
+
+/// Whether `a` should replace `b` as a problem's entry.
+fn preferred(a: &Entry, b: &Entry) -> bool {
+    let (ra, rb) = (launch_rank(a.source), launch_rank(b.source));
+    if ra != rb {
+        return ra > rb;
+    }
+    match a.median_us.total_cmp(&b.median_us) {
+        std::cmp::Ordering::Equal => a.config.name() < b.config.name(),
+        order => order.is_lt(),
+    }
+}
+
+/// The best usable, current, valid entry per problem of `gpu`, and what was dropped.
+fn best_per_problem(
+    gpu: &GpuProfile,
+    measurements: impl IntoIterator<Item = Measurement>,
+) -> (HashMap<Problem, Entry>, LookupStats) {
+    let mut stats = LookupStats::default();
+    let mut best: HashMap<Problem, Entry> = HashMap::new();
+    for m in measurements {
+        if m.gpu != gpu.name || !can_be_best(&m) {
+            continue;
+        }
+        if m.template_checksum != template_checksum() {
+            stats.stale_ignored += 1;
+            continue;
+        }
+        let valid =
+            validate(&m.config, gpu).is_ok() && validate_for_problem(&m.config, &m.problem).is_ok();
+        if !valid {
+            stats.invalid_ignored += 1;
+            continue;
+        }
+        let entry = Entry {
+            m: m.problem.m,
+            config: m.config,
+            source: m.source,
+            median_us: m.median_us.unwrap_or(f64::INFINITY),
+            cublas_us: m.cublas_us,
+        };
+        match best.get(&m.problem) {
+            Some(incumbent) if !preferred(&entry, incumbent) => {}
+            _ => {
+                best.insert(m.problem, entry);
+            }
+        }
+    }
+    stats.problems = best.len();
+    (best, stats)
+}
+
+/// The model's best valid configuration: the default of last resort.
+fn model_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    search::candidates(problem, gpu, Strategy::Model)
+        .into_iter()
+        .next()
+}
+
+fn unsupported(problem: &Problem) -> RuntimeError {
+    RuntimeError::Unsupported {
+        problem: problem.to_string(),
+        reason: table_one_rejection(problem),
+    }
+}
+
+/// Why the large Table I tile with k_s = M is rejected for `problem`.
+fn table_one_rejection(problem: &Problem) -> String {
+    let probe = KernelConfig {
+        m_s: 64,
+        n_s: 128,
+        k_s: problem.nm.m.max(32),
+        m_t: 8,
+        n_t: 8,
+        warp: crate::codegen::WarpLayout::new(4, 8),
+        nm: problem.nm,
+        l: problem.l as u32,
+        packing: false,
+        pipeline: crate::codegen::Pipeline::CpAsync { stages: 2 },
+        split_k: 1,
+    };
+    match crate::codegen::validate::validate_structure(&probe)
+        .and_then(|_| validate_for_problem(&probe, problem))
+    {
+        Err(crate::codegen::CodegenError::Rejected { reason, .. }) => reason,
+        Err(other) => other.to_string(),
+        Ok(()) => "no configuration of the search space is valid for it".to_string(),
+    }
+}
+
+/// "H200 " → "h200"; aliases of built-in profiles map to their name.
+fn canonical_gpu_name(gpu: &str) -> String {
+    GpuProfile::builtin(gpu)
+        .map(|p| p.name)
+        .unwrap_or_else(|| gpu.trim().to_ascii_lowercase())
+}
+
+fn builtin_or_unknown(name: &str, path: &Path) -> Result<GpuProfile, RuntimeError> {
+    GpuProfile::builtin(name).ok_or_else(|| RuntimeError::UnknownGpu {
+        name: name.to_string(),
+        path: path.to_path_buf(),
+    })
+}
+
+/// The database at `path`, or `None` when there is no file or an empty one.
+fn open_if_present(path: &Path) -> Result<Option<Database>, RuntimeError> {
+    if std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() == 0) {
+        return Ok(None);
+    }
+    match Database::open_read_only(path) {
+        Ok(db) => Ok(Some(db)),
+        Err(DbError::Missing { .. }) => Ok(None),
+        Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::{Pipeline, WarpLayout};
+
+    fn config(m_s: u32, split_k: u32) -> KernelConfig {
+        KernelConfig {
+            m_s,
+            n_s: 64,
+            k_s: 64,
+            m_t: 8,
+            n_t: 4,
+            warp: WarpLayout::new(4, 8),
+            nm: NmPattern { n: 8, m: 32 },
+            l: 32,
+            packing: false,
+            pipeline: Pipeline::CpAsync { stages: 2 },
+            split_k,
+        }
+    }
+
+    fn entry(m: usize, split_k: u32, source: Source, median_us: f64) -> Entry {
+        Entry {
+            m,
+            config: config(32, split_k),
+            source,
+            median_us,
+            cublas_us: None,
+        }
+    }
+
+    fn problem(m: usize, k: usize) -> Problem {
+        Problem::new(m, 1024, k, NmPattern { n: 8, m: 32 }, 32).unwrap()
+    }
+
+    #[test]
+    fn log_scale_nearness_is_exact_and_ties_go_up() {
+        assert!(nearer_below(300, 256, 512));
+        assert!(!nearer_below(400, 256, 512));
+        assert!(!nearer_below(512, 256, 1024), "a tie goes to the larger m");
+        assert!(nearer_below(usize::MAX / 2, usize::MAX / 2 - 1, usize::MAX));
+    }
+
+    #[test]
+    fn exact_then_nearest_valid_m() {
+        let entries = [
+            entry(256, 1, Source::Measured, 10.0),
+            entry(1024, 1, Source::Measured, 30.0),
+            entry(4096, 1, Source::Measured, 90.0),
+        ];
+        let at = |m| from_entries(&entries, &problem(m, 4096)).unwrap().rule;
+        assert_eq!(at(1024), Rule::Exact);
+        assert_eq!(at(300), Rule::NearestM { from_m: 256 });
+        assert_eq!(at(600), Rule::NearestM { from_m: 1024 });
+        assert_eq!(at(1), Rule::NearestM { from_m: 256 });
+        assert_eq!(at(100_000), Rule::NearestM { from_m: 4096 });
+    }
+
+    #[test]
+    fn nearest_skips_kernels_invalid_for_the_requested_problem() {
+        // split_k = 8 needs 8 k-tiles of 64: k = 256 has 4, so only the split-free entry fits.
+        let entries = [
+            entry(256, 8, Source::Measured, 10.0),
+            entry(4096, 1, Source::Measured, 90.0),
+        ];
+        let choice = from_entries(&entries, &problem(256, 256)).unwrap();
+        assert_eq!(choice.rule, Rule::NearestM { from_m: 4096 });
+        assert_eq!(choice.config.split_k, 1);
+        assert!(from_entries(&entries[..1], &problem(256, 256)).is_none());
+    }
+
+    #[test]
+    fn measured_beats_replay_beats_model_whatever_the_time() {
+        let measured = entry(256, 1, Source::Measured, 100.0);
+        let replay = entry(256, 1, Source::Replay, 50.0);
+        let model = entry(256, 1, Source::Model, 1.0);
+        assert!(preferred(&measured, &replay) && preferred(&replay, &model));
+        assert!(!preferred(&model, &measured) && !preferred(&replay, &measured));
+        let faster = entry(256, 2, Source::Measured, 90.0);
+        assert!(preferred(&faster, &measured) && !preferred(&measured, &faster));
+    }
+}

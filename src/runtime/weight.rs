@@ -1,0 +1,145 @@
+//! Weight preparation: a dense or already compressed weight into the buffers a kernel reads.
+//!
+//! [`PreparedWeight`] holds the compressed weight (B', D) on the host and says how it was
+//! padded. [`PreparedWeight::host_buffers`] gives, for one kernel configuration, exactly the
+//! arrays that are uploaded for it: B', and D as raw window positions (non-packing) or as
+//! col_info slots with the column lists and counts (packing). The device side
+//! ([`super::SparseLinear`]) builds them with the same functions
+//! ([`crate::tuner::workload::upload_compressed`], [`DeviceColInfos`](crate::tuner::workload::DeviceColInfos)).
+
+use super::RuntimeError;
+use crate::codegen::KernelConfig;
+use crate::format::{self, ColInfo, CompressedWeight, Padding};
+use crate::problem::{NmPattern, Problem, ProblemError};
+
+/// A compressed N:M weight ready to be uploaded, with its padding report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedWeight {
+    weight: CompressedWeight,
+    padding: Padding,
+}
+
+/// The host arrays one kernel configuration reads (what the device holds for it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostBuffers<'w> {
+    /// B', w×n row-major.
+    pub values: &'w [f32],
+    /// D as i32, w×q: raw window positions, or col_info slots for a packing kernel.
+    pub indices: Vec<i32>,
+    /// The (k_s, n_s) tiling's column lists and counts, for a packing kernel.
+    pub col_info: Option<ColInfo>,
+}
+
+impl PreparedWeight {
+    /// Prune a dense row-major k×n weight by magnitude (NM-SpMM's vector-wise N:M, vector
+    /// length `l`) and compress it. k and n are padded with zeros to multiples of M and L
+    /// when needed; that is logged and reported by [`PreparedWeight::padding`].
+    pub fn from_dense_kn(
+        dense: &[f32],
+        k: usize,
+        n: usize,
+        nm: NmPattern,
+        l: usize,
+    ) -> Result<Self, RuntimeError> {
+        let (weight, padding) = format::prune_and_compress(dense, k, n, nm, l)?;
+        Ok(Self::padded(weight, padding))
+    }
+
+    /// [`PreparedWeight::from_dense_kn`] for PyTorch's `nn.Linear` layout, n×k
+    /// (`weight[out][in]`).
+    pub fn from_dense_nk(
+        dense_nk: &[f32],
+        n: usize,
+        k: usize,
+        nm: NmPattern,
+        l: usize,
+    ) -> Result<Self, RuntimeError> {
+        let (weight, padding) = format::prune_and_compress_nk(dense_nk, n, k, nm, l)?;
+        Ok(Self::padded(weight, padding))
+    }
+
+    /// A weight compressed elsewhere; it must pass [`CompressedWeight::validate`].
+    pub fn from_compressed(weight: CompressedWeight) -> Result<Self, RuntimeError> {
+        weight.validate()?;
+        let padding = Padding {
+            k_original: weight.k,
+            k_padded: weight.k,
+            n_original: weight.n,
+            n_padded: weight.n,
+        };
+        Ok(Self { weight, padding })
+    }
+
+    /// A compressed (B', D) pair: B' w×n row-major, D w×q positions inside each window.
+    pub fn from_parts(
+        k: usize,
+        n: usize,
+        nm: NmPattern,
+        l: usize,
+        values: Vec<f32>,
+        indices: Vec<u8>,
+    ) -> Result<Self, RuntimeError> {
+        Self::from_compressed(CompressedWeight::from_parts(k, n, nm, l, values, indices)?)
+    }
+
+    fn padded(weight: CompressedWeight, padding: Padding) -> Self {
+        if padding.is_padded() {
+            log::warn!(
+                "weight {}×{} padded with zeros to {}×{} (k to a multiple of M={}, n of L={}): A needs {} columns and C {} columns",
+                padding.k_original, padding.n_original, padding.k_padded, padding.n_padded,
+                weight.nm.m, weight.l, padding.k_padded, padding.n_padded
+            );
+        }
+        Self { weight, padding }
+    }
+
+    pub fn weight(&self) -> &CompressedWeight {
+        &self.weight
+    }
+
+    pub fn padding(&self) -> Padding {
+        self.padding
+    }
+
+    /// Columns of A the kernels read (k after padding).
+    pub fn k(&self) -> usize {
+        self.weight.k
+    }
+
+    /// Columns of C the kernels write (n after padding).
+    pub fn n(&self) -> usize {
+        self.weight.n
+    }
+
+    pub fn nm(&self) -> NmPattern {
+        self.weight.nm
+    }
+
+    pub fn l(&self) -> usize {
+        self.weight.l
+    }
+
+    /// The problem of multiplying `m` rows of A by this weight.
+    pub fn problem(&self, m: usize) -> Result<Problem, ProblemError> {
+        Problem::new(m, self.n(), self.k(), self.nm(), self.l())
+    }
+
+    /// The arrays `config`'s kernel reads; col_info is built for its (k_s, n_s) tiling when
+    /// it packs.
+    pub fn host_buffers(&self, config: &KernelConfig) -> Result<HostBuffers<'_>, RuntimeError> {
+        let w = &self.weight;
+        if !config.packing {
+            return Ok(HostBuffers {
+                values: &w.values,
+                indices: w.indices_i32(),
+                col_info: None,
+            });
+        }
+        let mut info = format::build_col_info(w, config.k_s as usize, config.n_s as usize)?;
+        Ok(HostBuffers {
+            values: &w.values,
+            indices: std::mem::take(&mut info.packed_indices),
+            col_info: Some(info),
+        })
+    }
+}
