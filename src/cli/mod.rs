@@ -1,5 +1,6 @@
 //! Argument parsing and the subcommands.
 
+mod lookup;
 mod report;
 mod tune;
 
@@ -34,14 +35,31 @@ pub struct Cli {
 enum Command {
     /// Print the best kernel per problem from a tuning database.
     Report(report::ReportArgs),
+    /// Print the kernel the runtime would launch for one problem, and the rule that chose it.
+    Lookup(lookup::LookupArgs),
 }
 
 pub fn run() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let cli = parse()?;
     match cli.command {
         Some(Command::Report(args)) => report::run(&args),
+        Some(Command::Lookup(args)) => lookup::run(&args),
         None => tune::run(&cli.tune),
     }
+}
+
+/// The command line; a usage error becomes one line (clap's first), help and version print
+/// as usual.
+fn parse() -> anyhow::Result<Cli> {
+    Cli::try_parse().map_err(|err| {
+        if !err.use_stderr() {
+            err.exit();
+        }
+        let text = err.to_string();
+        let first = text.lines().next().unwrap_or("invalid arguments");
+        let first = first.trim_start_matches("error: ").to_string();
+        anyhow::anyhow!("{first} (see nmtune --help)")
+    })
 }
 
 /// Default database location for a GPU: tuning-db/<gpu>.sqlite.

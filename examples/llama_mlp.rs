@@ -1,0 +1,204 @@
+//! A pruned Llama-7B MLP layer (up_proj: n = 11008 outputs, k = 4096 inputs) through the
+//! runtime API: prepare the weight, look the kernel up in the tuning database, run it on the
+//! GPU, check it against the CPU reference and time it beside cuBLAS SGEMM on the dense
+//! (decompressed) weight.
+//!
+//! ```sh
+//! cargo run --release --example llama_mlp -- --m 4096 --sparsity 8:32 --db tuning-db/h200.sqlite
+//! ```
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use nmtune::format;
+use nmtune::gpu::{device, Gpu, GpuError};
+use nmtune::problem::NmPattern;
+use nmtune::reference;
+use nmtune::runtime::{Lookup, PreparedWeight, Runtime, SparseLinear};
+use nmtune::tuner::measure::Timing;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Llama-7B up_proj: 4096 → 11008.
+const N: usize = 11008;
+const K: usize = 4096;
+
+#[derive(Debug, Parser)]
+#[command(about = "Run a pruned Llama-7B up_proj layer through nmtune's runtime")]
+struct Args {
+    /// Rows of A (tokens).
+    #[arg(long, default_value_t = 4096)]
+    m: usize,
+    /// Sparsity "N:M" (or a fraction with M = 32).
+    #[arg(long, default_value = "8:32")]
+    sparsity: String,
+    /// Vector length L.
+    #[arg(long, default_value_t = 32)]
+    l: usize,
+    /// Tuning database.
+    #[arg(long, default_value = "tuning-db/h200.sqlite")]
+    db: PathBuf,
+    /// Timed runs of each kernel (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+    /// Rows checked against the CPU reference (all of them when m is not larger).
+    #[arg(long, default_value_t = 256)]
+    check_rows: usize,
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_timestamp(None)
+        .init();
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+            eprintln!("llama_mlp: error: {}", chain.join(": "));
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    if !device::driver_present() {
+        bail!("no NVIDIA GPU on this machine (libcuda.so not found): this example runs a kernel on the GPU");
+    }
+    let gpu = Gpu::open(0)?;
+    let nm = NmPattern::parse(&args.sparsity, 32)?;
+    let weight = prepare(nm, args.l)?;
+    // The device's own name: a table for another GPU would describe other hardware.
+    let lookup = Lookup::open(&args.db, &gpu.profile().name)?;
+    let runtime = Runtime::new(lookup, &gpu.ctx)?;
+    let mut layer = SparseLinear::new(runtime, weight, &gpu.stream)?;
+    report_choice(&layer, args.m)?;
+
+    let (m, k, n) = (args.m, layer.weight().k(), layer.weight().n());
+    let a = random(m * k, 7);
+    let a_dev = gpu.upload(&a)?;
+    let mut c_dev = gpu.alloc(m * n)?;
+    layer.forward(&gpu.stream, &a_dev, &mut c_dev, m, 1.0, 0.0)?;
+    let got = gpu.download(&c_dev)?;
+    check_against_cpu(&layer, &a, &got, m, args.check_rows)?;
+
+    let sparse = time(&gpu, args.runs, |_| {
+        layer
+            .forward(&gpu.stream, &a_dev, &mut c_dev, m, 1.0, 0.0)
+            .map(|_| ())
+            .map_err(launch_error)
+    })?;
+    let dense = gpu.upload(&format::decompress(layer.weight().weight()))?;
+    let mut c_blas = gpu.alloc(m * n)?;
+    let cublas = time(&gpu, args.runs, |_| {
+        gpu.sgemm_row_major(&a_dev, &dense, &mut c_blas, (m, n, k))
+    })?;
+    let agreement = gpu.relative_error(&c_dev, &c_blas, m * n)?;
+    println!("all {m} rows vs cuBLAS on the decompressed weight: relative error {agreement:.2e}");
+    print_times(sparse, cublas, (m, n, k), nm);
+    Ok(())
+}
+
+/// A random dense up_proj weight in PyTorch's layout (out × in), pruned and compressed.
+fn prepare(nm: NmPattern, l: usize) -> anyhow::Result<PreparedWeight> {
+    let dense_nk = random(N * K, 42);
+    let started = Instant::now();
+    let weight = PreparedWeight::from_dense_nk(&dense_nk, N, K, nm, l)?;
+    println!(
+        "up_proj {N}×{K} (n×k) pruned to {nm}, L={l}, compressed in {:.0} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(weight)
+}
+
+fn report_choice(layer: &SparseLinear, m: usize) -> anyhow::Result<()> {
+    let choice = layer.choose(m)?;
+    let us = |t: Option<f64>| t.map_or_else(|| "-".to_string(), |t| format!("{t:.1} µs"));
+    println!("m={m}: kernel {}", choice.config.name());
+    println!(
+        "  rule: {}; source: {}; stored median {}, cuBLAS {}",
+        choice.rule,
+        choice
+            .source
+            .map_or_else(|| "built-in default".to_string(), |s| s.to_string()),
+        us(choice.median_us),
+        us(choice.cublas_us)
+    );
+    Ok(())
+}
+
+/// Compare the first `rows` rows (all when m ≤ rows) with the CPU reference.
+fn check_against_cpu(
+    layer: &SparseLinear,
+    a: &[f32],
+    got: &[f32],
+    m: usize,
+    rows: usize,
+) -> anyhow::Result<()> {
+    let (k, n) = (layer.weight().k(), layer.weight().n());
+    let rows = rows.min(m);
+    let mut want = vec![0.0f32; rows * n];
+    reference::spmm(
+        &a[..rows * k],
+        rows,
+        layer.weight().weight(),
+        1.0,
+        0.0,
+        &mut want,
+    )?;
+    let err = reference::relative_error(&got[..rows * n], &want);
+    let scope = if rows < m {
+        format!("first {rows} of {m} rows (the full CPU reference is too slow)")
+    } else {
+        format!("all {m} rows")
+    };
+    println!("{scope} vs the CPU reference: relative error {err:.2e}");
+    if err.is_nan() || err > 1e-5 {
+        bail!("relative error {err:.3e} above 1e-5");
+    }
+    Ok(())
+}
+
+/// Median of `runs` launches timed with CUDA events, after three warm-ups.
+fn time(
+    gpu: &Gpu,
+    runs: usize,
+    launch: impl FnMut(usize) -> Result<(), GpuError>,
+) -> anyhow::Result<Timing> {
+    let times = gpu.time_each(3, runs.max(1), launch).context("timing")?;
+    Ok(Timing::from_ms(&times))
+}
+
+fn launch_error(err: nmtune::runtime::RuntimeError) -> GpuError {
+    GpuError::Driver {
+        what: "launching the sparse layer".into(),
+        detail: err.to_string(),
+    }
+}
+
+fn print_times(sparse: Timing, cublas: Timing, (m, n, k): (usize, usize, usize), nm: NmPattern) {
+    let tflops = |t: &Timing| 2.0 * (m * n * k) as f64 / (t.median_us * 1e-6) / 1e12;
+    println!(
+        "nmtune {nm}: {:.1} µs median ({:.1} dense-equivalent TFLOP/s)",
+        sparse.median_us,
+        tflops(&sparse)
+    );
+    println!(
+        "cuBLAS SGEMM (FP32, dense): {:.1} µs median ({:.1} TFLOP/s)",
+        cublas.median_us,
+        tflops(&cublas)
+    );
+    println!(
+        "speed-up {:.2}× (ideal M/N = {:.2}×), median of {} runs each",
+        cublas.median_us / sparse.median_us,
+        nm.m as f64 / nm.n as f64,
+        sparse.runs
+    );
+}
+
+/// Uniform in [-1, 1).
+fn random(len: usize, seed: u64) -> Vec<f32> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..len).map(|_| rng.gen_range(-1.0..1.0)).collect()
+}

@@ -1,0 +1,163 @@
+//! `nmtune lookup`: which kernel the runtime would launch for one problem, and why. Reads the
+//! database only; needs no GPU.
+
+use anyhow::bail;
+use clap::{Args, ValueEnum};
+use nmtune::codegen::KernelConfig;
+use nmtune::problem::{NmPattern, Problem};
+use nmtune::runtime::{Choice, Lookup, Rule};
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct LookupArgs {
+    /// Tuning database to read.
+    #[arg(long, value_name = "PATH")]
+    db: PathBuf,
+    /// GPU whose entries to use (h100, h200, …).
+    #[arg(long, value_name = "NAME")]
+    gpu: String,
+    /// Rows of A (tokens).
+    #[arg(long)]
+    m: usize,
+    /// Columns of the weight and of C (output features).
+    #[arg(long)]
+    n: usize,
+    /// Rows of the weight, columns of A (input features).
+    #[arg(long)]
+    k: usize,
+    /// Sparsity pattern "N:M" (or a fraction such as 0.75 with M = 32).
+    #[arg(long, value_name = "N:M")]
+    nm: String,
+    /// Vector length L.
+    #[arg(long, default_value_t = 32)]
+    l: usize,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// The JSON answer. Field names are part of the interface (README "nmtune lookup").
+#[derive(Debug, Serialize)]
+struct Answer {
+    gpu: String,
+    m: usize,
+    n: usize,
+    k: usize,
+    nm: String,
+    l: usize,
+    kernel: String,
+    config: KernelConfig,
+    /// `exact`, `nearest_m` or `default`.
+    rule: &'static str,
+    /// The m of the borrowed entry (`nearest_m` only).
+    from_m: Option<usize>,
+    /// `measured`, `replay`, `model`, or null for a default.
+    source: Option<String>,
+    median_us: Option<f64>,
+    cublas_us: Option<f64>,
+    speedup: Option<f64>,
+}
+
+impl Answer {
+    fn new(gpu: &str, p: &Problem, choice: &Choice) -> Self {
+        let speedup = match (choice.median_us, choice.cublas_us) {
+            (Some(t), Some(c)) if t > 0.0 => Some(c / t),
+            _ => None,
+        };
+        Self {
+            gpu: gpu.to_string(),
+            m: p.m,
+            n: p.n,
+            k: p.k,
+            nm: p.nm.to_string(),
+            l: p.l,
+            kernel: choice.config.name(),
+            config: choice.config,
+            rule: choice.rule.as_str(),
+            from_m: match choice.rule {
+                Rule::NearestM { from_m } => Some(from_m),
+                _ => None,
+            },
+            source: choice.source.map(|s| s.to_string()),
+            median_us: choice.median_us,
+            cublas_us: choice.cublas_us,
+            speedup,
+        }
+    }
+}
+
+pub fn run(args: &LookupArgs) -> anyhow::Result<()> {
+    let nm = NmPattern::parse(&args.nm, 32)?;
+    let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?;
+    // A typo in --db should not quietly turn into "defaults for everything".
+    if !args.db.exists() {
+        bail!("{} does not exist", args.db.display());
+    }
+    let lookup = Lookup::open(&args.db, &args.gpu)?;
+    let choice = lookup.lookup(&problem)?;
+    let answer = Answer::new(&lookup.gpu().name, &problem, &choice);
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+        Format::Table => print!("{}", table(&answer, &choice)),
+    }
+    Ok(())
+}
+
+fn opt(value: Option<f64>, unit: &str) -> String {
+    value.map_or_else(|| "-".into(), |v| format!("{v:.2}{unit}"))
+}
+
+fn table(a: &Answer, choice: &Choice) -> String {
+    let c = &a.config;
+    let at = a
+        .from_m
+        .map_or_else(String::new, |m| format!(" (at m={m})"));
+    let lines = [
+        ("gpu", a.gpu.clone()),
+        (
+            "problem",
+            format!("m={} n={} k={} {} L={}", a.m, a.n, a.k, a.nm, a.l),
+        ),
+        ("kernel", a.kernel.clone()),
+        ("rule", choice.rule.to_string()),
+        (
+            "source",
+            a.source
+                .clone()
+                .unwrap_or_else(|| "built-in default".into()),
+        ),
+        ("median", format!("{}{at}", opt(a.median_us, " µs"))),
+        ("cublas", format!("{}{at}", opt(a.cublas_us, " µs"))),
+        ("speedup", opt(a.speedup, "×")),
+        (
+            "block",
+            format!("m_s={} n_s={} k_s={}", c.m_s, c.n_s, c.k_s),
+        ),
+        (
+            "thread",
+            format!(
+                "m_t={} n_t={} warp={}x{}",
+                c.m_t, c.n_t, c.warp.rows, c.warp.cols
+            ),
+        ),
+        (
+            "pipeline",
+            format!(
+                "{} packing={} split_k={}",
+                c.pipeline.token(),
+                c.packing,
+                c.split_k
+            ),
+        ),
+    ];
+    lines
+        .iter()
+        .map(|(key, value)| format!("{key:<9} {value}\n"))
+        .collect()
+}
