@@ -273,3 +273,17 @@ impl SparseLinear {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shareable<T: Send + Sync>() {}
+
+    #[test]
+    fn runtime_and_layers_can_move_between_threads() {
+        shareable::<Runtime>();
+        shareable::<Arc<Runtime>>();
+        shareable::<SparseLinear>();
+    }
+}
