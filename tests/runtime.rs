@@ -336,6 +336,25 @@ fn stale_template_checksums_are_ignored_with_one_warning() {
 }
 
 #[test]
+fn entries_invalid_on_the_gpu_are_never_used() {
+    capture_logs();
+    let p = problem(256, 4096, 4096, nm(8, 32));
+    let mut huge = config(128, p.nm);
+    (huge.k_s, huge.pipeline) = (256, Pipeline::CpAsync { stages: 4 });
+    assert!(
+        validate(&huge, &h200()).is_err(),
+        "needs more shared memory than an H200 has"
+    );
+    let (_dir, path) = db_with(&[row(p, huge, Source::Measured, 1.0)]);
+    let lookup = Lookup::open(&path, GPU).unwrap();
+    assert_eq!(lookup.stats().invalid_ignored, 1);
+    assert_eq!(lookup.lookup(&p).unwrap().rule, Rule::Default);
+    let warnings = warnings_about(&path);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("not valid on h200"), "{}", warnings[0]);
+}
+
+#[test]
 fn empty_database_gives_defaults_with_one_warning() {
     capture_logs();
     let (_dir, path) = db_with(&[]);

@@ -198,14 +198,27 @@ impl Lookup {
         lookup
     }
 
-    /// One warning for the whole table: stale entries, or nothing usable.
+    /// One warning for the whole table: what was ignored, or that nothing is usable.
     fn warn_once(&self, origin: &dyn std::fmt::Display) {
         let (gpu, stats) = (&self.gpu.name, &self.stats);
+        let mut ignored = Vec::new();
         if stats.stale_ignored > 0 {
-            log::warn!(
-                "{origin}: ignored {} {gpu} entries tuned with other kernel templates (this build's checksum is {}); {} problems keep a usable entry, the rest get defaults — re-tune to refresh them",
+            ignored.push(format!(
+                "{} tuned with other kernel templates (this build's checksum is {})",
                 stats.stale_ignored,
-                &template_checksum()[..12],
+                &template_checksum()[..12]
+            ));
+        }
+        if stats.invalid_ignored > 0 {
+            ignored.push(format!(
+                "{} whose configuration is not valid on {gpu}",
+                stats.invalid_ignored
+            ));
+        }
+        if !ignored.is_empty() {
+            log::warn!(
+                "{origin}: ignored {gpu} entries: {}; {} problems keep a usable entry, the rest get defaults — re-tune to refresh them",
+                ignored.join(", "),
                 stats.problems
             );
         } else if stats.problems == 0 {
