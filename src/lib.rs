@@ -16,6 +16,7 @@ pub mod problem;
 pub mod reference;
 pub mod runtime;
 pub mod shapes;
+pub mod summary;
 pub mod tuner;
 
 /// Version of this tool, recorded beside every measurement.

@@ -159,3 +159,66 @@ fn report_of_the_committed_h200_database() {
         assert!(r["speedup"].as_f64().unwrap() > 0.0);
     }
 }
+
+#[test]
+fn bench_rejects_a_bad_kernel_name_and_an_impossible_shape() {
+    nmtune()
+        .args([
+            "bench",
+            "--m",
+            "64",
+            "--n",
+            "64",
+            "--k",
+            "64",
+            "--kernels",
+            "nm_spmm_bogus",
+        ])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("not a kernel name"));
+    nmtune()
+        .args([
+            "bench", "--m", "64", "--n", "64", "--k", "60", "--nm", "8:32",
+        ])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("k=60"));
+}
+
+#[test]
+fn bench_without_a_gpu_says_so() {
+    if nmtune::gpu::device::driver_present() {
+        eprintln!("SKIPPED: this machine has an NVIDIA driver");
+        return;
+    }
+    nmtune()
+        .args(["bench", "--m", "64", "--n", "64", "--k", "64"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("no NVIDIA GPU"));
+}
+
+#[test]
+fn kernel_prints_the_resource_report_or_a_clear_error() {
+    nmtune()
+        .args(["kernel", "nm_spmm_f32_nonsense"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("not a kernel name"));
+    if nmtune::codegen::nvrtc::nvrtc_available().is_err() {
+        eprintln!("SKIPPED: NVRTC not available for the kernel report");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    nmtune()
+        .args([
+            "kernel",
+            "nm_spmm_f32_ms64_ns64_ks32_mt8_nt8_w4x8_n8m32l32_nopack_cp2_sk1",
+            "--cache-dir",
+        ])
+        .arg(cache.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("registers").and(predicate::str::contains("sm_90")));
+}

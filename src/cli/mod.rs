@@ -1,5 +1,7 @@
 //! Argument parsing and the subcommands.
 
+mod bench;
+mod kernel;
 mod lookup;
 mod report;
 mod tune;
@@ -35,6 +37,10 @@ pub struct Cli {
 enum Command {
     /// Print the best kernel per problem from a tuning database.
     Report(report::ReportArgs),
+    /// Time kernels on the GPU beside cuBLAS SGEMM, one line per kernel (nothing stored).
+    Bench(bench::BenchArgs),
+    /// Compile one kernel with NVRTC and print its resource report (no GPU needed).
+    Kernel(kernel::KernelArgs),
     /// Print the kernel the runtime would launch for one problem, and the rule that chose it.
     Lookup(lookup::LookupArgs),
 }
@@ -43,6 +49,8 @@ pub fn run() -> anyhow::Result<()> {
     let cli = parse()?;
     match cli.command {
         Some(Command::Report(args)) => report::run(&args),
+        Some(Command::Bench(args)) => bench::run(&args),
+        Some(Command::Kernel(args)) => kernel::run(&args),
         Some(Command::Lookup(args)) => lookup::run(&args),
         None => tune::run(&cli.tune),
     }

@@ -84,10 +84,29 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&rows)? + "\n",
         Format::Csv => to_csv(&rows),
-        Format::Table => to_table(&rows),
+        Format::Table => to_table(&rows) + &summary(&rows),
     };
     print!("{text}");
     Ok(())
+}
+
+/// Geometric-mean speed-up per (m, N:M, L) and the worst problem of each row.
+fn summary(rows: &[ReportRow]) -> String {
+    let results: Vec<(nmtune::problem::Problem, f64)> = rows
+        .iter()
+        .filter_map(|r| {
+            let nm = nmtune::problem::NmPattern::parse(&r.nm, 32).ok()?;
+            let problem = nmtune::problem::Problem::new(r.m, r.n, r.k, nm, r.l).ok()?;
+            Some((problem, r.speedup?))
+        })
+        .collect();
+    if results.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nspeed-up over cuBLAS SGEMM (geometric mean per row):\n{}",
+        nmtune::summary::speedup_table(&nmtune::summary::speedup_rows(&results))
+    )
 }
 
 fn opt(value: Option<f64>, decimals: usize) -> String {

@@ -99,23 +99,8 @@ fn tune_model(
 }
 
 fn tune_gpu(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Result<TuneSummary> {
-    if !device::driver_present() {
-        bail!(
-            "no NVIDIA GPU on this machine (libcuda.so not found): tuning for {gpu_name} needs one; \
-             run on a GPU machine, or use --backend model to fill the database from the performance model"
-        );
-    }
-    let gpu = Gpu::open(0)?;
-    let found = gpu.profile().name.clone();
-    if gpu_name != "auto" && gpu_name != found && !args.force {
-        return Err(tuner::TuneError::GpuMismatch {
-            asked: gpu_name.to_string(),
-            found,
-            full_name: gpu.profile().full_name.clone(),
-        }
-        .into());
-    }
-    let db = open_db(args, &found)?;
+    let gpu = open_gpu(gpu_name, args.force)?;
+    let db = open_db(args, &gpu.profile().name)?;
     let opts = TuneOptions {
         strategy: args.strategy,
         plan: TimingPlan {
@@ -123,10 +108,31 @@ fn tune_gpu(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Re
             ..TimingPlan::default()
         },
         quiet: args.quiet,
-        cache_dir: cache_dir(args),
+        cache_dir: cache_dir_or_default(args.cache_dir.clone()),
         seed: 0x6e6d_7475,
     };
     Ok(tuner::tune_on_gpu(&gpu, problems, &db, &opts)?)
+}
+
+/// Open GPU 0 and check that it is the one `gpu_name` names (`auto`: any; `force`: any).
+pub fn open_gpu(gpu_name: &str, force: bool) -> anyhow::Result<Gpu> {
+    if !device::driver_present() {
+        bail!(
+            "no NVIDIA GPU on this machine (libcuda.so not found): {gpu_name} needs one; \
+             run on a GPU machine, or use --backend model to fill the database from the performance model"
+        );
+    }
+    let gpu = Gpu::open(0)?;
+    let found = gpu.profile().name.clone();
+    if gpu_name != "auto" && gpu_name != found && !force {
+        return Err(tuner::TuneError::GpuMismatch {
+            asked: gpu_name.to_string(),
+            found,
+            full_name: gpu.profile().full_name.clone(),
+        }
+        .into());
+    }
+    Ok(gpu)
 }
 
 fn open_db(args: &TuneArgs, gpu: &str) -> anyhow::Result<Database> {
@@ -140,9 +146,9 @@ fn open_db(args: &TuneArgs, gpu: &str) -> anyhow::Result<Database> {
     Ok(Database::open(&path)?)
 }
 
-fn cache_dir(args: &TuneArgs) -> PathBuf {
-    args.cache_dir
-        .clone()
+/// The NVRTC cache directory: the one given, else the user cache directory.
+pub fn cache_dir_or_default(given: Option<PathBuf>) -> PathBuf {
+    given
         .or_else(|| dirs::cache_dir().map(|d| d.join("nmtune")))
         .unwrap_or_else(|| PathBuf::from(".nmtune-cache"))
 }

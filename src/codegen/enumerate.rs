@@ -13,7 +13,7 @@ use crate::problem::NmPattern;
 use std::collections::BTreeSet;
 
 /// Block tile sizes along m and n.
-pub const BLOCK_TILES: [u32; 3] = [32, 64, 128];
+pub const BLOCK_TILES: [u32; 4] = [32, 64, 128, 256];
 /// Thread tile sizes along m and n.
 pub const THREAD_TILES: [u32; 3] = [4, 8, 16];
 /// Warp layouts (rows × cols of thread tiles).

@@ -9,6 +9,7 @@ pub mod build;
 pub mod kernels;
 pub mod measure;
 pub mod model;
+pub mod profile;
 mod run;
 pub mod search;
 pub mod workload;

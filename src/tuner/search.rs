@@ -54,7 +54,10 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
                 .into_iter()
                 .take(PRUNED_TOP)
                 .collect();
-            for seed in table_one_seeds(problem, gpu) {
+            for seed in table_one_seeds(problem, gpu)
+                .into_iter()
+                .chain(wide_tile_seeds(problem, gpu))
+            {
                 if !picked.contains(&seed) {
                     picked.push(seed);
                 }
@@ -133,6 +136,42 @@ pub fn table_one_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig>
     let size_class = table_one_class(problem);
     table_one_config(size_class, problem, gpu)
         .into_iter()
+        .collect()
+}
+
+/// Block tiles 256 columns wide, for problems with enough of them to fill the GPU: on an
+/// H100 at m = n = k = 4096 they beat every 128-wide tile by 5–15 % at each sparsity
+/// (docs/perf-log.md, v2), which the model does not rank high enough by itself.
+pub fn wide_tile_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let tiles = problem.m.div_ceil(128) * problem.n.div_ceil(256);
+    if tiles < gpu.sm_count as usize {
+        return Vec::new();
+    }
+    let base = KernelConfig {
+        m_s: 128,
+        n_s: 256,
+        k_s: 32.max(problem.nm.m),
+        m_t: 16,
+        n_t: 8,
+        warp: WarpLayout::new(4, 8),
+        nm: problem.nm,
+        l: problem.l as u32,
+        packing: false,
+        pipeline: Pipeline::CpAsync { stages: 3 },
+        split_k: 1,
+    };
+    let transposed = KernelConfig {
+        m_t: 8,
+        n_t: 16,
+        warp: WarpLayout::new(8, 4),
+        ..base
+    };
+    [base, transposed]
+        .into_iter()
+        .filter(|cfg| {
+            validate::validate(cfg, gpu).is_ok()
+                && validate::validate_for_problem(cfg, problem).is_ok()
+        })
         .collect()
 }
 

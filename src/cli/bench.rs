@@ -1,0 +1,220 @@
+//! `nmtune bench`: time kernels on the GPU beside cuBLAS SGEMM, one line per kernel, nothing
+//! stored. Either one problem (`--m --n --k --nm --l`) with a kernel list or a search
+//! strategy's candidates, or every problem of a tuning database re-timed with its stored best
+//! kernel (`--db`, optionally only one m), which reproduces the report's speed-ups in one
+//! command.
+
+use super::tune::{cache_dir_or_default, open_gpu};
+use anyhow::{bail, Context};
+use clap::Args;
+use nmtune::codegen::KernelConfig;
+use nmtune::db::Database;
+use nmtune::problem::{NmPattern, Problem};
+use nmtune::summary::{speedup_rows, speedup_table};
+use nmtune::tuner::measure::TimingPlan;
+use nmtune::tuner::profile::{profile_problem, ProblemProfile};
+use nmtune::tuner::{search, Strategy};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// GPU profile the device must match, or auto.
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    gpu: String,
+    /// Run even when --gpu names another GPU than the device.
+    #[arg(long)]
+    force: bool,
+    /// Re-time the stored best kernel of every problem of this tuning database.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["n", "k", "kernels", "strategy"])]
+    db: Option<PathBuf>,
+    /// Rows of A (with --db: only problems with this m).
+    #[arg(long)]
+    m: Option<usize>,
+    /// Columns of the weight and of C.
+    #[arg(long)]
+    n: Option<usize>,
+    /// Inner dimension.
+    #[arg(long)]
+    k: Option<usize>,
+    /// Sparsity pattern N:M.
+    #[arg(long, default_value = "16:32")]
+    nm: String,
+    /// Vector length L.
+    #[arg(long, default_value_t = 32)]
+    l: usize,
+    /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_ms128_ns128_…
+    #[arg(long, value_delimiter = ',')]
+    kernels: Vec<String>,
+    /// Time a strategy's candidates instead of a kernel list [default: pruned].
+    #[arg(long, value_enum)]
+    strategy: Option<Strategy>,
+    /// Timed runs per kernel (median reported).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+    /// Also write every line as CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// NVRTC output cache [default: the user cache directory].
+    #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+const CSV_HEADER: &str = "gpu,problem,kernel,registers,spill_bytes,median_us,min_us,runs,effective_tflops,fp32_tflops,cublas_us,speedup,rel_error,error";
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let jobs = jobs(args)?;
+    let gpu = open_gpu(&args.gpu, args.force)?;
+    let plan = TimingPlan {
+        runs: args.runs as usize,
+        ..TimingPlan::default()
+    };
+    let cache = cache_dir_or_default(args.cache_dir.clone());
+    let mut csv = match &args.csv {
+        Some(path) => {
+            let mut file = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            writeln!(file, "{CSV_HEADER}")?;
+            Some(file)
+        }
+        None => None,
+    };
+    let gpu_name = gpu.profile().name.clone();
+    println!("{}", header());
+    let mut best_speedups = Vec::new();
+    for (problem, configs) in &jobs {
+        let profile = profile_problem(&gpu, problem, configs, plan, &cache, 0x6265_6e63)?;
+        for line in lines(&gpu_name, &profile) {
+            println!("{}", line.table);
+            if let Some(file) = csv.as_mut() {
+                writeln!(file, "{}", line.csv)?;
+            }
+        }
+        if let Some(best) = best_speedup(&profile) {
+            best_speedups.push((*problem, best));
+        }
+    }
+    if jobs.len() > 1 {
+        println!("\nspeed-up over cuBLAS SGEMM (FP32, same run, medians of {} runs), best kernel per problem:", args.runs);
+        print!("{}", speedup_table(&speedup_rows(&best_speedups)));
+    }
+    Ok(())
+}
+
+/// The (problem, kernels) pairs to time.
+fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
+    if let Some(db_path) = &args.db {
+        return db_jobs(db_path, &args.gpu, args.m);
+    }
+    let (Some(m), Some(n), Some(k)) = (args.m, args.n, args.k) else {
+        bail!("nmtune bench needs --m, --n and --k (or --db <tuning database>)");
+    };
+    let nm = NmPattern::parse(&args.nm, 32)?;
+    let problem = Problem::new(m, n, k, nm, args.l)?;
+    let configs = if args.kernels.is_empty() {
+        let profile = nmtune::gpu::GpuProfile::builtin(&args.gpu)
+            .or_else(|| nmtune::gpu::GpuProfile::builtin("h100"))
+            .context("no GPU profile")?;
+        search::candidates(&problem, &profile, args.strategy.unwrap_or_default())
+    } else {
+        parse_kernels(&args.kernels, &problem)?
+    };
+    Ok(vec![(problem, configs)])
+}
+
+fn parse_kernels(names: &[String], problem: &Problem) -> anyhow::Result<Vec<KernelConfig>> {
+    names
+        .iter()
+        .map(|name| {
+            let cfg = KernelConfig::parse_name(name.trim())
+                .with_context(|| format!("'{name}' is not a kernel name (see nmtune report)"))?;
+            nmtune::codegen::validate::validate_for_problem(&cfg, problem)
+                .with_context(|| format!("{name} cannot run {problem}"))?;
+            Ok(cfg)
+        })
+        .collect()
+}
+
+fn db_jobs(
+    path: &std::path::Path,
+    gpu: &str,
+    m: Option<usize>,
+) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
+    let db = Database::open_read_only(path)?;
+    let gpu_filter = (gpu != "auto").then_some(gpu);
+    let jobs: Vec<_> = db
+        .best_entries(gpu_filter)?
+        .into_iter()
+        .filter(|best| m.map_or(true, |m| best.problem.m == m))
+        .map(|best| (best.problem, vec![best.config]))
+        .collect();
+    if jobs.is_empty() {
+        bail!("{} holds no best entries to re-time", path.display());
+    }
+    Ok(jobs)
+}
+
+struct Line {
+    table: String,
+    csv: String,
+}
+
+fn header() -> String {
+    format!(
+        "{:<28} {:>4} {:>5} {:>10} {:>8} {:>8} {:>10} {:>7} {:>9}  {}",
+        "problem",
+        "regs",
+        "spill",
+        "median_us",
+        "eff_TF/s",
+        "fp32_TF/s",
+        "cublas_us",
+        "speedup",
+        "rel_err",
+        "kernel"
+    )
+}
+
+fn lines(gpu: &str, profile: &ProblemProfile) -> Vec<Line> {
+    let p = &profile.problem;
+    let cublas = profile.cublas.median_us;
+    profile
+        .kernels
+        .iter()
+        .map(|k| {
+            let name = k.config.name();
+            let regs = k.registers.map_or("-".into(), |r| r.to_string());
+            let spill = k.spill_bytes.map_or("-".into(), |s| s.to_string());
+            match &k.result {
+                Ok(t) => {
+                    let us = t.timing.median_us;
+                    let eff = p.dense_flops() / (us * 1e6);
+                    let real = p.sparse_flops() / (us * 1e6);
+                    Line {
+                        table: format!(
+                            "{:<28} {regs:>4} {spill:>5} {us:>10.1} {eff:>8.2} {real:>8.2} {cublas:>10.1} {:>6.2}x {:>9.2e}  {name}",
+                            p.to_string(), cublas / us, t.rel_error
+                        ),
+                        csv: format!(
+                            "{gpu},{p},{name},{regs},{spill},{us:.3},{:.3},{},{eff:.3},{real:.3},{cublas:.3},{:.4},{:.3e},",
+                            t.timing.min_us, t.timing.runs, cublas / us, t.rel_error
+                        ),
+                    }
+                }
+                Err(reason) => Line {
+                    table: format!("{:<28} {regs:>4} {spill:>5} {:>10} {:>8} {:>8} {cublas:>10.1} {:>7} {:>9}  {name}: {reason}", p.to_string(), "-", "-", "-", "-", "-"),
+                    csv: format!("{gpu},{p},{name},{regs},{spill},,,,,,{cublas:.3},,,\"{}\"", reason.replace('"', "'")),
+                },
+            }
+        })
+        .collect()
+}
+
+fn best_speedup(profile: &ProblemProfile) -> Option<f64> {
+    profile
+        .kernels
+        .iter()
+        .filter_map(|k| k.result.as_ref().ok())
+        .map(|t| profile.cublas.median_us / t.timing.median_us)
+        .max_by(f64::total_cmp)
+}

@@ -1,0 +1,46 @@
+//! `nmtune kernel <name>`: render one kernel, compile it with NVRTC for an architecture and
+//! print ptxas's resource report (registers, spills, shared memory); no GPU needed.
+
+use anyhow::Context;
+use clap::Args;
+use nmtune::codegen::{nvrtc, render, KernelConfig};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct KernelArgs {
+    /// Kernel name, e.g. nm_spmm_f32_ms128_ns128_ks32_mt16_nt8_w4x8_n8m32l32_nopack_cp3_sk1.
+    name: String,
+    /// Target architecture.
+    #[arg(long, default_value = "sm_90")]
+    arch: String,
+    /// Print the rendered CUDA source instead of compiling it.
+    #[arg(long)]
+    source: bool,
+    /// NVRTC output cache [default: the user cache directory].
+    #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+pub fn run(args: &KernelArgs) -> anyhow::Result<()> {
+    let cfg = KernelConfig::parse_name(args.name.trim())
+        .with_context(|| format!("'{}' is not a kernel name", args.name))?;
+    let source = render::render(&cfg)?;
+    if args.source {
+        print!("{}", source.source);
+        return Ok(());
+    }
+    let cache = super::tune::cache_dir_or_default(args.cache_dir.clone());
+    let compiled = nvrtc::compile_cached(&source, &args.arch, &cache)?;
+    let show = |v: Option<u32>| v.map_or("?".to_string(), |v| v.to_string());
+    println!(
+        "{}: {} for {}: {} registers, {} bytes spilled, {} threads, {} bytes dynamic shared memory",
+        cfg.name(),
+        compiled.name,
+        args.arch,
+        show(compiled.registers),
+        show(compiled.spill_bytes),
+        cfg.threads(),
+        cfg.smem_bytes()
+    );
+    Ok(())
+}
