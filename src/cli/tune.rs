@@ -126,7 +126,7 @@ fn tune_gpu(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Re
         cache_dir: cache_dir(args),
         seed: 0x6e6d_7475,
     };
-    Ok(tuner::tune_on_gpu(&gpu, problems, &db, &opts)?)
+    Ok(tuner::tune_on_gpu(gpu, problems, &db, &opts)?)
 }
 
 fn open_db(args: &TuneArgs, gpu: &str) -> anyhow::Result<Database> {

@@ -150,6 +150,31 @@ impl Database {
         })
     }
 
+    /// Record the measurements of a problem and mark its search finished, in one transaction:
+    /// a reader, or a run resumed after a crash, sees both or neither.
+    pub fn record_and_mark_done(
+        &self,
+        ms: &[Measurement],
+        (gpu, problem): (&str, &Problem),
+        checksum: &str,
+        strategy: &str,
+        source: Source,
+    ) -> Result<(), DbError> {
+        let completed_at = now_rfc3339();
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(async {
+            let mut tx = self.begin_write(conn).await?;
+            for m in ms {
+                store::record(&mut tx, &self.path, m).await?;
+            }
+            let run = (checksum, strategy, source);
+            store::mark_problem_done(&mut tx, &self.path, (gpu, problem), run, &completed_at)
+                .await?;
+            self.commit(tx).await
+        })
+    }
+
     /// Whether [`Database::mark_problem_done`] was called for this key.
     pub fn is_problem_done(
         &self,
