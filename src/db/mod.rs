@@ -22,7 +22,7 @@ pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
 use error::{from_migrate, from_sqlx, io_error};
-use identity::{identify, inspect_on_disk, Contents, OnDisk};
+use identity::{identify, inspect_on_disk, wal_path, Contents, OnDisk};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, Sqlite, SqliteConnection, Transaction};
@@ -454,7 +454,24 @@ async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
         OnDisk::Empty => return Err(not_nmtune()),
         OnDisk::Sqlite => {}
     }
-    let mut conn = connect(path, base_options(path).read_only(true)).await?;
+    let options = base_options(path).read_only(true);
+    match connect_readable(path, options.clone()).await {
+        // SQLite reads a WAL-mode file through its -shm index, which it cannot create in a
+        // read-only location. With no -wal file beside it, no write is pending and the file
+        // can be read whole as immutable (https://www.sqlite.org/wal.html, "Read-Only
+        // Databases"): a tuning database installed read-only stays readable.
+        Err(DbError::ReadOnly { .. } | DbError::Io { .. }) if !wal_path(path).exists() => {
+            connect_readable(path, options.immutable(true)).await
+        }
+        other => other,
+    }
+}
+
+async fn connect_readable(
+    path: &Path,
+    options: SqliteConnectOptions,
+) -> Result<SqliteConnection, DbError> {
+    let mut conn = connect(path, options).await?;
     if let Err(err) = check_readable(&mut conn, path).await {
         let _ = conn.close().await;
         return Err(err);
