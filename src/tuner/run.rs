@@ -228,21 +228,41 @@ pub fn tune_on_gpu(
                     Err(lost @ TuneError::ContextLost { .. }) => lost,
                     Err(other) => return Err(other),
                 };
-                losses_in_a_row = match summary.candidates_timed > timed_before {
-                    true => 1,
-                    false => losses_in_a_row + 1,
+                losses_in_a_row = if summary.candidates_timed > timed_before {
+                    1
+                } else {
+                    losses_in_a_row + 1
                 };
                 if losses_in_a_row > MAX_CONSECUTIVE_CONTEXT_LOSSES {
                     return Err(lost);
                 }
-                bar.suspend(|| log::warn!("{lost}; re-creating the GPU context to go on"));
+                if let TuneError::ContextLost {
+                    kernel,
+                    problem,
+                    detail,
+                } = &lost
+                {
+                    bar.suspend(|| {
+                        log::warn!(
+                            "{kernel} broke the GPU context on {problem} ({detail}): recorded as \
+                             launch_failed; opening the device afresh to go on"
+                        )
+                    });
+                }
                 // Every handle on the old context goes first: the driver only replaces the
                 // device's primary context once nothing holds the broken one.
                 let ordinal = gpu.ordinal();
                 loaded.clear();
                 drop(weight);
                 drop(gpu);
-                gpu = Gpu::open(ordinal)?;
+                gpu = match Gpu::open(ordinal).and_then(|g| g.check_healthy().map(|()| g)) {
+                    Ok(fresh) => fresh,
+                    Err(e) => {
+                        // The failed kernel is recorded: a new run skips it.
+                        log::warn!("cannot re-open the GPU after the fault: {e}");
+                        return Err(lost);
+                    }
+                };
                 weight = DeviceWeight::random(&gpu, weight_of, opts.seed)?;
             }
             db.mark_problem_done(
