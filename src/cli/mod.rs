@@ -1,6 +1,10 @@
 //! Argument parsing and the subcommands.
 
+mod export;
+mod model_eval;
+mod replay;
 mod report;
+mod report_plot;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -34,12 +38,22 @@ pub struct Cli {
 enum Command {
     /// Print the best kernel per problem from a tuning database.
     Report(report::ReportArgs),
+    /// Write every measurement of a database as JSON lines (the diffable text of a database).
+    Export(export::ExportArgs),
+    /// Check that a measurements file is its database's export and replays to the same best
+    /// entries.
+    CheckReplay(replay::CheckArgs),
+    /// Evaluate the model-guided search against a database's measurements.
+    ModelEval(model_eval::ModelEvalArgs),
 }
 
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Report(args)) => report::run(&args),
+        Some(Command::Export(args)) => export::run(&args),
+        Some(Command::CheckReplay(args)) => replay::check(&args),
+        Some(Command::ModelEval(args)) => model_eval::run(&args),
         None => tune::run(&cli.tune),
     }
 }

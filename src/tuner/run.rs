@@ -4,15 +4,16 @@
 use super::build::{build_all, BuildResult};
 use super::kernels::LoadedKernel;
 use super::measure::{Bench, Outcome, TimingPlan};
-use super::search::{candidates, Strategy};
+use super::search::{candidates, model_choice, Strategy};
 use super::workload::DeviceWeight;
 use super::{model, TuneError};
-use crate::codegen::{compile_key, render::template_checksum, KernelConfig};
+use crate::codegen::{compile_key, render::template_checksum, search_space, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
-use crate::problem::Problem;
+use crate::problem::{NmPattern, Problem};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::{BTreeMap, HashMap};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -119,17 +120,15 @@ pub fn tune_with_model(
     };
     let todo = pending(db, &profile.name, problems, Source::Model)?;
     let bar = progress(todo.len(), quiet);
-    let mut rows = Vec::with_capacity(todo.len());
-    for problem in &todo {
-        if let Some(best) = candidates(problem, profile, Strategy::Exhaustive).first() {
-            let predicted_us = model::predict(best, problem, profile).time_s * 1e6;
-            let mut row = ctx.row(problem, best, Status::Ok);
-            row.median_us = Some(predicted_us);
-            row.min_us = Some(predicted_us);
-            rows.push(row);
-        }
-        bar.inc(1);
-    }
+    let spaces = search_spaces(&todo, profile);
+    let rows: Vec<Measurement> = todo
+        .par_iter()
+        .filter_map(|problem| {
+            let best = model_choice(&spaces[&(problem.nm, problem.l)], problem, profile);
+            bar.inc(1);
+            best.map(|cfg| model_row(&ctx, problem, &cfg, profile))
+        })
+        .collect();
     ctx.db.record_all(&rows)?;
     for problem in &todo {
         db.mark_problem_done(
@@ -149,6 +148,31 @@ pub fn tune_with_model(
         candidates_failed: 0,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The search space of every (N:M, L) among `problems`, enumerated once each.
+fn search_spaces(
+    problems: &[Problem],
+    profile: &GpuProfile,
+) -> HashMap<(NmPattern, usize), Vec<KernelConfig>> {
+    let keys: BTreeSet<(NmPattern, usize)> = problems.iter().map(|p| (p.nm, p.l)).collect();
+    keys.into_par_iter()
+        .map(|(nm, l)| ((nm, l), search_space(nm, l as u32, profile)))
+        .collect()
+}
+
+/// The model's prediction for `cfg` as a database row.
+fn model_row(
+    ctx: &RunContext<'_>,
+    problem: &Problem,
+    cfg: &KernelConfig,
+    profile: &GpuProfile,
+) -> Measurement {
+    let predicted_us = model::predict(cfg, problem, profile).time_s * 1e6;
+    let mut row = ctx.row(problem, cfg, Status::Ok);
+    row.median_us = Some(predicted_us);
+    row.min_us = Some(predicted_us);
+    row
 }
 
 /// Tune every problem on the GPU, resuming where an earlier run stopped.
