@@ -4,7 +4,7 @@
 //! kernels) for the chosen kernel; y is the real FP32 work done per second, 2·m·n·k·N/M over
 //! the median time. The roofs are the GPU profile's FP32 peak, its DRAM bandwidth and the L2
 //! bandwidth the model assumes. Each problem is drawn twice in its sparsity's colour: the
-//! achieved point (filled) and the model's predicted point (hollow).
+//! achieved point (a dot) and the model's predicted point (a cross).
 //!
 //! Text is drawn with an embedded DejaVu Sans Mono (`assets/fonts`), so neither fontconfig nor
 //! freetype is needed.
@@ -180,9 +180,13 @@ fn draw<DB: DrawingBackend>(
         .x_desc("arithmetic intensity of a block, eq. 3 (FLOP/byte)")
         .y_desc("achieved FP32 TFLOP/s (2·m·n·k·N/M / time)")
         .label_style(("sans-serif", 14))
+        .x_labels(12)
+        .y_labels(12)
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(err)?;
-    draw_roofs(&mut chart, profile, (x0, x1)).map_err(err)?;
+    draw_roofs(&mut chart, profile, (x0, x1), y0).map_err(err)?;
     for (nm, colour) in palette(points) {
         let mine: Vec<&RooflinePoint> = points.iter().filter(|p| p.nm == nm).collect();
         let label = format!("{nm} ({:.1} % sparse)", nm.sparsity() * 100.0);
@@ -195,16 +199,18 @@ fn draw<DB: DrawingBackend>(
             .label(label)
             .legend(move |(x, y)| Circle::new((x + 10, y), 4, colour.filled()));
         chart
-            .draw_series(mine.iter().map(|p| {
-                TriangleMarker::new((p.intensity, p.predicted_tflops), 5, colour.stroke_width(1))
-            }))
+            .draw_series(
+                mine.iter().map(|p| {
+                    Cross::new((p.intensity, p.predicted_tflops), 4, colour.stroke_width(1))
+                }),
+            )
             .map_err(err)?;
     }
     chart
         .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
         .map_err(err)?
-        .label("hollow triangle: the model's prediction")
-        .legend(|(x, y)| TriangleMarker::new((x + 10, y), 5, BLACK.stroke_width(1)));
+        .label("×: the model's prediction (same colours)")
+        .legend(|(x, y)| Cross::new((x + 10, y), 4, BLACK.stroke_width(1)));
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)
@@ -214,6 +220,12 @@ fn draw<DB: DrawingBackend>(
         .draw()
         .map_err(err)?;
     root.present().map_err(err)
+}
+
+/// A tick label without trailing zeros: 0.8, 2, 10, 67.5.
+fn tick(v: f64) -> String {
+    let text = format!("{v:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 type LogChart<'a, DB> = ChartContext<
@@ -230,6 +242,7 @@ fn draw_roofs<DB: DrawingBackend>(
     chart: &mut LogChart<'_, DB>,
     profile: &GpuProfile,
     (x0, x1): (f64, f64),
+    y0: f64,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let peak = profile.peak_fp32_flops() / 1e12;
     let dram = profile.dram_bytes_per_s() / 1e12;
@@ -250,7 +263,10 @@ fn draw_roofs<DB: DrawingBackend>(
         ),
     ];
     for (bandwidth, colour, label) in roofs {
-        let line = xs.iter().map(|&x| (x, (bandwidth * x).min(peak)));
+        let line = xs
+            .iter()
+            .map(|&x| (x, (bandwidth * x).min(peak)))
+            .filter(|&(_, y)| y >= y0);
         chart
             .draw_series(LineSeries::new(line, colour.stroke_width(2)))?
             .label(label)

@@ -13,14 +13,14 @@ const MISSING_SHOWN: usize = 5;
 
 /// Rebuild `db` from a measurements file: `nmtune --backend replay`.
 pub fn tune_replay(
-    measurements: &Path,
+    log: &MeasurementLog,
     profile: &GpuProfile,
     problems: &[Problem],
     db: &Database,
     quiet: bool,
 ) -> anyhow::Result<()> {
-    let log = MeasurementLog::read(measurements)?;
-    let summary = replay::replay(&log, &profile.name, Some(profile), problems, db)?;
+    let summary = replay::replay(log, &profile.name, Some(profile), problems, db)?;
+    let measurements = log.path.as_path();
     report_missing(&summary, measurements);
     if !quiet {
         eprintln!(

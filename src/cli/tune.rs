@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use nmtune::db::Database;
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
 use nmtune::problem::Problem;
+use nmtune::replay::MeasurementLog;
 use nmtune::tuner::{self, measure::TimingPlan, Strategy, TuneOptions, TuneSummary};
 use std::path::PathBuf;
 
@@ -127,8 +128,9 @@ fn replay_backend(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyh
         bail!("--backend replay needs --measurements <file> (written by `nmtune export`)");
     };
     let profile = named_profile(gpu_name, "replay")?;
+    let log = MeasurementLog::read(measurements)?;
     let db = open_db(args, &profile.name)?;
-    super::replay::tune_replay(measurements, &profile, problems, &db, args.quiet)
+    super::replay::tune_replay(&log, &profile, problems, &db, args.quiet)
 }
 
 fn tune_model(

@@ -89,9 +89,9 @@ fn check_export(db: &Database, log: &MeasurementLog) -> Result<(), ReplayError> 
     let (a, b): (Vec<&str>, Vec<&str>) = (exported.lines().collect(), ours.lines().collect());
     if let Some(i) = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]) {
         return Err(stale(format!(
-            "row {} of the sorted export differs ({})",
+            "row {} of the sorted export differs: {}",
             i + 1,
-            a[i].chars().take(120).collect::<String>()
+            difference(a[i], b[i])
         )));
     }
     if a.len() != b.len() {
@@ -102,6 +102,38 @@ fn check_export(db: &Database, log: &MeasurementLog) -> Result<(), ReplayError> 
         )));
     }
     Ok(())
+}
+
+/// Where two export lines part: the file's kernel and both texts around the first change.
+fn difference(db_line: &str, file_line: &str) -> String {
+    let at = db_line
+        .bytes()
+        .zip(file_line.bytes())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let around = |line: &str| {
+        let start = boundary(line, at.saturating_sub(24));
+        let end = boundary(line, at + 40);
+        format!("…{}…", &line[start..end])
+    };
+    let kernel = file_line
+        .split("\"kernel\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("?");
+    format!(
+        "kernel {kernel}: database {}, file {}",
+        around(db_line),
+        around(file_line)
+    )
+}
+
+/// The last char boundary of `text` at or before `at`.
+fn boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0)
 }
 
 /// Best entries that differ in kernel name or median, in the committed order, then those only
