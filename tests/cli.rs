@@ -27,7 +27,15 @@ fn main_job_without_a_gpu_says_so() {
     }
     let dir = tempfile::tempdir().unwrap();
     nmtune()
-        .args(["--gpu", "h100", "--shapes", "shapes/llama.yaml", "--db"])
+        .args([
+            "--gpu",
+            "h100",
+            "--backend",
+            "gpu",
+            "--shapes",
+            "shapes/llama.yaml",
+            "--db",
+        ])
         .arg(dir.path().join("t.sqlite"))
         .assert()
         .code(1)

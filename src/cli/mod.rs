@@ -3,7 +3,11 @@
 mod bench;
 mod kernel;
 mod lookup;
+mod export;
+mod model_eval;
+mod replay;
 mod report;
+mod report_plot;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +47,13 @@ enum Command {
     Kernel(kernel::KernelArgs),
     /// Print the kernel the runtime would launch for one problem, and the rule that chose it.
     Lookup(lookup::LookupArgs),
+    /// Write every measurement of a database as JSON lines (the diffable text of a database).
+    Export(export::ExportArgs),
+    /// Check that a measurements file is its database's export and replays to the same best
+    /// entries.
+    CheckReplay(replay::CheckArgs),
+    /// Evaluate the model-guided search against a database's measurements.
+    ModelEval(model_eval::ModelEvalArgs),
 }
 
 pub fn run() -> anyhow::Result<()> {
@@ -52,6 +63,9 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Kernel(args)) => kernel::run(&args),
         Some(Command::Lookup(args)) => lookup::run(&args),
+        Some(Command::Export(args)) => export::run(&args),
+        Some(Command::CheckReplay(args)) => replay::check(&args),
+        Some(Command::ModelEval(args)) => model_eval::run(&args),
         None => tune::run(&cli.tune),
     }
 }

@@ -22,6 +22,9 @@ pub struct ReportArgs {
     gpu: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Also draw the roofline of the best entries into this file (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
 }
 
 /// One report row. The JSON field names are part of the interface (README "Report").
@@ -76,11 +79,11 @@ impl ReportRow {
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let db = Database::open_read_only(&args.db)?;
-    let rows: Vec<ReportRow> = db
-        .best_entries(args.gpu.as_deref())?
-        .iter()
-        .map(ReportRow::from_best)
-        .collect();
+    let best = db.best_entries(args.gpu.as_deref())?;
+    if let Some(path) = &args.plot {
+        super::report_plot::plot(&db, &best, path)?;
+    }
+    let rows: Vec<ReportRow> = best.iter().map(ReportRow::from_best).collect();
     let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&rows)? + "\n",
         Format::Csv => to_csv(&rows),

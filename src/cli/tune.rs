@@ -3,18 +3,21 @@
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use nmtune::db::Database;
-use nmtune::gpu::{device, Gpu, GpuProfile};
+use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
 use nmtune::problem::Problem;
+use nmtune::replay::MeasurementLog;
 use nmtune::tuner::{self, measure::TimingPlan, Strategy, TuneOptions, TuneSummary};
 use std::path::PathBuf;
 
 /// Where timings come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
-    /// Measure on the GPU (the default); fails clearly when there is none.
+    /// Measure on the GPU; fails clearly when there is none.
     Gpu,
     /// Predict with the performance model; entries are stored with source = model.
     Model,
+    /// Replay the rows of a measurements file (--measurements); source = replay.
+    Replay,
 }
 
 #[derive(Debug, Args)]
@@ -31,9 +34,13 @@ pub struct TuneArgs {
     /// Search strategy.
     #[arg(long, value_enum, default_value_t = Strategy::Pruned)]
     strategy: Strategy,
-    /// Measure on the GPU, or predict with the performance model (no GPU needed).
-    #[arg(long, value_enum, default_value_t = Backend::Gpu)]
-    backend: Backend,
+    /// Measure on the GPU, predict with the performance model, or replay a measurements file
+    /// [default: gpu, or model with a notice when the machine has no GPU].
+    #[arg(long, value_enum)]
+    backend: Option<Backend>,
+    /// Measurements file (JSON lines, see `nmtune export`) for --backend replay.
+    #[arg(long, value_name = "FILE")]
+    measurements: Option<PathBuf>,
     /// Tune even when --gpu names another GPU than the device.
     #[arg(long)]
     force: bool,
@@ -59,11 +66,16 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
             GpuProfile::builtin_names().join(", ")
         );
     }
+    if args.measurements.is_some() && args.backend != Some(Backend::Replay) {
+        bail!("--measurements is read only by --backend replay");
+    }
     let shapes = nmtune::shapes::load(shapes_path)?;
     let problems: Vec<Problem> = shapes.entries.iter().map(|e| e.problem).collect();
     let summary = match args.backend {
-        Backend::Model => tune_model(args, &gpu_name, &problems)?,
-        Backend::Gpu => tune_gpu(args, &gpu_name, &problems)?,
+        Some(Backend::Model) => tune_model(args, &gpu_name, &problems, true)?,
+        Some(Backend::Gpu) => tune_gpu(args, &gpu_name, &problems)?,
+        Some(Backend::Replay) => return replay_backend(args, &gpu_name, &problems),
+        None => tune_default(args, &gpu_name, &problems)?,
     };
     if !args.quiet {
         eprintln!(
@@ -79,17 +91,57 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn tune_model(
+/// No --backend: the GPU when there is one, else the model, saying so.
+fn tune_default(
     args: &TuneArgs,
     gpu_name: &str,
     problems: &[Problem],
 ) -> anyhow::Result<TuneSummary> {
-    if gpu_name == "auto" {
-        bail!("--backend model needs a named GPU profile (--gpu h100, …), not auto");
+    match Gpu::open(0) {
+        Ok(gpu) => tune_on(args, gpu_name, gpu, problems),
+        Err(GpuError::DriverMissing | GpuError::NoDevice(_)) => {
+            if gpu_name == "auto" {
+                bail!(
+                    "no GPU found, and --gpu auto names no profile to model: pass --gpu <{}> \
+                     to fill the database from the performance model",
+                    GpuProfile::builtin_names().join("|")
+                );
+            }
+            eprintln!(
+                "nmtune: no GPU found: filling the database from the performance model (source = model)"
+            );
+            tune_model(args, gpu_name, problems, false)
+        }
+        Err(err) => Err(err.into()),
     }
-    let profile = GpuProfile::builtin(gpu_name).context("unknown GPU profile")?;
+}
+
+fn named_profile(gpu_name: &str, backend: &str) -> anyhow::Result<GpuProfile> {
+    if gpu_name == "auto" {
+        bail!("--backend {backend} needs a named GPU profile (--gpu h100, …), not auto");
+    }
+    GpuProfile::builtin(gpu_name).context("unknown GPU profile")
+}
+
+fn replay_backend(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Result<()> {
+    let Some(measurements) = &args.measurements else {
+        bail!("--backend replay needs --measurements <file> (written by `nmtune export`)");
+    };
+    let profile = named_profile(gpu_name, "replay")?;
+    let log = MeasurementLog::read(measurements)?;
     let db = open_db(args, &profile.name)?;
-    if !args.quiet {
+    super::replay::tune_replay(&log, &profile, problems, &db, args.quiet)
+}
+
+fn tune_model(
+    args: &TuneArgs,
+    gpu_name: &str,
+    problems: &[Problem],
+    announce: bool,
+) -> anyhow::Result<TuneSummary> {
+    let profile = named_profile(gpu_name, "model")?;
+    let db = open_db(args, &profile.name)?;
+    if announce && !args.quiet {
         eprintln!(
             "nmtune: no measurement: filling {} from the performance model (source = model)",
             db.path().display()
@@ -99,7 +151,16 @@ fn tune_model(
 }
 
 fn tune_gpu(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Result<TuneSummary> {
-    let gpu = open_gpu(gpu_name, args.force)?;
+    tune_on(args, gpu_name, open_gpu(gpu_name, args.force)?, problems)
+}
+
+fn tune_on(
+    args: &TuneArgs,
+    gpu_name: &str,
+    gpu: Gpu,
+    problems: &[Problem],
+) -> anyhow::Result<TuneSummary> {
+    check_match(gpu_name, &gpu, args.force)?;
     let db = open_db(args, &gpu.profile().name)?;
     let opts = TuneOptions {
         strategy: args.strategy,
@@ -123,16 +184,22 @@ pub fn open_gpu(gpu_name: &str, force: bool) -> anyhow::Result<Gpu> {
         );
     }
     let gpu = Gpu::open(0)?;
-    let found = gpu.profile().name.clone();
+    check_match(gpu_name, &gpu, force)?;
+    Ok(gpu)
+}
+
+/// The device must be the GPU `gpu_name` names (`auto`: any; `force`: any).
+fn check_match(gpu_name: &str, gpu: &Gpu, force: bool) -> anyhow::Result<()> {
+    let found = &gpu.profile().name;
     if gpu_name != "auto" && gpu_name != found && !force {
         return Err(tuner::TuneError::GpuMismatch {
             asked: gpu_name.to_string(),
-            found,
+            found: found.clone(),
             full_name: gpu.profile().full_name.clone(),
         }
         .into());
     }
-    Ok(gpu)
+    Ok(())
 }
 
 fn open_db(args: &TuneArgs, gpu: &str) -> anyhow::Result<Database> {

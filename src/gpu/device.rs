@@ -92,7 +92,11 @@ impl Gpu {
         if !driver_present() {
             return Err(GpuError::DriverMissing);
         }
-        let count = CudaContext::device_count().map_err(driver_err("counting devices"))?;
+        let count = match CudaContext::device_count() {
+            // A driver without a device fails cuInit itself with CUDA_ERROR_NO_DEVICE.
+            Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => 0,
+            other => other.map_err(driver_err("counting devices"))?,
+        };
         if count <= ordinal as i32 {
             return Err(GpuError::NoDevice(count));
         }

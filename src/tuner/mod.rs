@@ -6,6 +6,7 @@
 //! as it arrives, so an interrupted run resumes where it stopped.
 
 pub mod build;
+pub mod evaluate;
 pub mod kernels;
 pub mod measure;
 pub mod model;

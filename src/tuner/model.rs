@@ -7,7 +7,7 @@ use crate::gpu::GpuProfile;
 use crate::problem::Problem;
 
 /// L2→SM bandwidth as a multiple of DRAM bandwidth (Ampere/Hopper parts measure 2.5–3×).
-const L2_BANDWIDTH_FACTOR: f64 = 2.5;
+pub const L2_BANDWIDTH_FACTOR: f64 = 2.5;
 /// Fixed cost of one kernel launch, seconds.
 const LAUNCH_OVERHEAD_S: f64 = 3e-6;
 /// Resident warps per SM under which latency is no longer hidden.

@@ -4,15 +4,16 @@
 use super::build::{build_all, BuildResult};
 use super::kernels::LoadedKernel;
 use super::measure::{Bench, Outcome, TimingPlan};
-use super::search::{candidates, Strategy};
+use super::search::{candidates, model_choice, Strategy};
 use super::workload::DeviceWeight;
 use super::{model, TuneError};
-use crate::codegen::{compile_key, render::template_checksum, KernelConfig};
+use crate::codegen::{compile_key, render::template_checksum, search_space, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
-use crate::problem::Problem;
+use crate::problem::{NmPattern, Problem};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::{BTreeMap, HashMap};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -119,22 +120,20 @@ pub fn tune_with_model(
     };
     let todo = pending(db, &profile.name, problems, Source::Model)?;
     let bar = progress(todo.len(), quiet);
-    for problem in &todo {
-        let rows: Vec<Measurement> = candidates(problem, profile, Strategy::Exhaustive)
-            .first()
-            .map(|best| {
-                let predicted_us = model::predict(best, problem, profile).time_s * 1e6;
-                let mut row = ctx.row(problem, best, Status::Ok);
-                row.median_us = Some(predicted_us);
-                row.min_us = Some(predicted_us);
-                row
-            })
-            .into_iter()
-            .collect();
+    let spaces = search_spaces(&todo, profile);
+    let rows: Vec<(Problem, Vec<Measurement>)> = todo
+        .par_iter()
+        .map(|problem| {
+            let best = model_choice(&spaces[&(problem.nm, problem.l)], problem, profile);
+            let row = best.map(|cfg| model_row(&ctx, problem, &cfg, profile));
+            (*problem, row.into_iter().collect())
+        })
+        .collect();
+    for (problem, rows) in &rows {
         // One transaction per problem: a run killed at any point keeps every problem it
         // finished, and no reader ever sees a problem marked done without its entry.
         ctx.db.record_and_mark_done(
-            &rows,
+            rows,
             (&ctx.gpu_name, problem),
             ctx.checksum,
             Strategy::Model.as_str(),
@@ -156,6 +155,31 @@ pub fn tune_with_model(
 /// After this many GPU contexts lost in a row, with no candidate timed in between, the
 /// device is presumed broken and the run stops (resumable) instead of recovering again.
 pub const MAX_CONSECUTIVE_CONTEXT_LOSSES: usize = 8;
+
+/// The search space of every (N:M, L) among `problems`, enumerated once each.
+fn search_spaces(
+    problems: &[Problem],
+    profile: &GpuProfile,
+) -> HashMap<(NmPattern, usize), Vec<KernelConfig>> {
+    let keys: BTreeSet<(NmPattern, usize)> = problems.iter().map(|p| (p.nm, p.l)).collect();
+    keys.into_par_iter()
+        .map(|(nm, l)| ((nm, l), search_space(nm, l as u32, profile)))
+        .collect()
+}
+
+/// The model's prediction for `cfg` as a database row.
+fn model_row(
+    ctx: &RunContext<'_>,
+    problem: &Problem,
+    cfg: &KernelConfig,
+    profile: &GpuProfile,
+) -> Measurement {
+    let predicted_us = model::predict(cfg, problem, profile).time_s * 1e6;
+    let mut row = ctx.row(problem, cfg, Status::Ok);
+    row.median_us = Some(predicted_us);
+    row.min_us = Some(predicted_us);
+    row
+}
 
 /// Tune every problem on the GPU, resuming where an earlier run stopped.
 ///

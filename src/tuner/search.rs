@@ -33,7 +33,7 @@ impl Strategy {
 /// Candidates the pruned strategy keeps after the model ranks them.
 const PRUNED_TOP: usize = 6;
 /// Candidates the model strategy keeps before adding neighbours.
-const MODEL_TOP: usize = 3;
+pub const MODEL_TOP: usize = 3;
 /// Sparsity above which packing is tried (paper §III-A: the bound shifts near 70 %).
 const PACKING_MIN_SPARSITY: f64 = 0.70;
 
@@ -64,23 +64,57 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             }
             picked
         }
-        Strategy::Model => {
-            let ranked_all = ranked(space, problem, gpu);
-            let mut picked: Vec<KernelConfig> =
-                ranked_all.iter().take(MODEL_TOP).copied().collect();
-            let neighbours: Vec<KernelConfig> = ranked_all
-                .iter()
-                .filter(|c| picked.iter().any(|p| is_neighbour(p, c)))
-                .copied()
-                .collect();
-            for cfg in neighbours {
-                if !picked.contains(&cfg) {
-                    picked.push(cfg);
-                }
-            }
-            picked
+        Strategy::Model => model_picks(&ranked(space, problem, gpu), MODEL_TOP, true),
+    }
+}
+
+/// What the model strategy times out of `ranked` (best predicted first): the `top` best and,
+/// with `neighbours`, every configuration of `ranked` one parameter away from one of them.
+/// `nmtune model-eval` runs the same selection on a measured set.
+pub fn model_picks(ranked: &[KernelConfig], top: usize, neighbours: bool) -> Vec<KernelConfig> {
+    let mut picked: Vec<KernelConfig> = ranked.iter().take(top).copied().collect();
+    if !neighbours {
+        return picked;
+    }
+    let close: Vec<KernelConfig> = ranked
+        .iter()
+        .filter(|c| picked.iter().any(|p| is_neighbour(p, c)))
+        .copied()
+        .collect();
+    for cfg in close {
+        if !picked.contains(&cfg) {
+            picked.push(cfg);
         }
     }
+    picked
+}
+
+/// The model's single choice among `space` for `problem`: the first of [`ranked`] over the
+/// configurations valid for the problem, found without sorting.
+pub fn model_choice(
+    space: &[KernelConfig],
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Option<KernelConfig> {
+    let mut best: Option<(f64, KernelConfig)> = None;
+    for cfg in space {
+        if validate::validate_for_problem(cfg, problem).is_err() {
+            continue;
+        }
+        let time = model::predict(cfg, problem, gpu).time_s;
+        let wins = match &best {
+            None => true,
+            Some((t, b)) => match time.total_cmp(t) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => cfg.name() < b.name(),
+                std::cmp::Ordering::Greater => false,
+            },
+        };
+        if wins {
+            best = Some((time, *cfg));
+        }
+    }
+    best.map(|(_, cfg)| cfg)
 }
 
 /// Sort by predicted time, fastest first (name breaks ties so the order is reproducible).
@@ -89,15 +123,13 @@ pub fn ranked(
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    let mut keyed: Vec<(f64, KernelConfig)> = configs
+    // Names are computed once: formatting them inside the comparison dominated the sort.
+    let mut keyed: Vec<(f64, String, KernelConfig)> = configs
         .drain(..)
-        .map(|c| (model::predict(&c, problem, gpu).time_s, c))
+        .map(|c| (model::predict(&c, problem, gpu).time_s, c.name(), c))
         .collect();
-    keyed.sort_by(|a, b| {
-        a.0.total_cmp(&b.0)
-            .then_with(|| a.1.name().cmp(&b.1.name()))
-    });
-    keyed.into_iter().map(|(_, c)| c).collect()
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    keyed.into_iter().map(|(_, _, c)| c).collect()
 }
 
 /// The paper's pruning rules: packing only at high sparsity, split-K only when the grid

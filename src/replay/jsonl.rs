@@ -1,0 +1,339 @@
+//! Measurements as text: one JSON object per line holding every field of one database row,
+//! lines sorted by (GPU, problem, kernel, source, template checksum, date), so that exporting
+//! the same database twice gives the same bytes and a re-tune diffs line by line.
+//!
+//! Floats are written in their shortest exact form and read back bit for bit (serde_json's
+//! `float_roundtrip`); the infinities SQLite can hold are written as the strings `"inf"` and
+//! `"-inf"`.
+
+use super::ReplayError;
+use crate::codegen::KernelConfig;
+use crate::db::{Measurement, Source, Status};
+use crate::problem::{ALayout, NmPattern, Problem};
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cmp::Ordering;
+use std::fmt;
+use std::path::Path;
+
+/// One line of the file; the field order is the column order on disk.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    gpu: String,
+    m: usize,
+    n: usize,
+    k: usize,
+    nm: String,
+    l: usize,
+    a_layout: String,
+    /// The kernel name spells the whole configuration ([`KernelConfig::parse_name`]).
+    kernel: String,
+    status: Status,
+    source: Source,
+    median_us: Option<Float>,
+    min_us: Option<Float>,
+    runs: u32,
+    verified: bool,
+    max_rel_error: Option<Float>,
+    cublas_us: Option<Float>,
+    registers: Option<u32>,
+    spill_bytes: Option<u32>,
+    error: Option<String>,
+    template_checksum: String,
+    tool_version: String,
+    created_at: String,
+}
+
+/// An f64 that survives JSON even when infinite.
+#[derive(Debug, Clone, Copy)]
+struct Float(f64);
+
+impl Serialize for Float {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            v if v.is_finite() => s.serialize_f64(v),
+            v if v.is_nan() => s.serialize_str("nan"),
+            v if v > 0.0 => s.serialize_str("inf"),
+            _ => s.serialize_str("-inf"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Float {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(FloatVisitor)
+    }
+}
+
+struct FloatVisitor;
+
+impl Visitor<'_> for FloatVisitor {
+    type Value = Float;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number, \"inf\", \"-inf\" or \"nan\"")
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Float, E> {
+        Ok(Float(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Float, E> {
+        Ok(Float(v as f64))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Float, E> {
+        Ok(Float(v as f64))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Float, E> {
+        match v {
+            "inf" => Ok(Float(f64::INFINITY)),
+            "-inf" => Ok(Float(f64::NEG_INFINITY)),
+            "nan" => Ok(Float(f64::NAN)),
+            other => Err(E::invalid_value(de::Unexpected::Str(other), &self)),
+        }
+    }
+}
+
+fn float(v: Option<f64>) -> Option<Float> {
+    v.map(Float)
+}
+
+fn unfloat(v: Option<Float>) -> Option<f64> {
+    v.map(|f| f.0)
+}
+
+impl Line {
+    fn from_measurement(m: &Measurement) -> Self {
+        let p = &m.problem;
+        Self {
+            gpu: m.gpu.clone(),
+            m: p.m,
+            n: p.n,
+            k: p.k,
+            nm: p.nm.to_string(),
+            l: p.l,
+            a_layout: p.a_layout.as_str().to_string(),
+            kernel: m.kernel_name(),
+            status: m.status,
+            source: m.source,
+            median_us: float(m.median_us),
+            min_us: float(m.min_us),
+            runs: m.runs,
+            verified: m.verified,
+            max_rel_error: float(m.max_rel_error),
+            cublas_us: float(m.cublas_us),
+            registers: m.registers,
+            spill_bytes: m.spill_bytes,
+            error: m.error.clone(),
+            template_checksum: m.template_checksum.clone(),
+            tool_version: m.tool_version.clone(),
+            created_at: m.created_at.clone(),
+        }
+    }
+
+    /// Back to a measurement, checking what JSON alone cannot: a valid problem and a kernel
+    /// name that spells a configuration of that problem's pattern.
+    fn into_measurement(self) -> Result<Measurement, String> {
+        let problem = self.problem()?;
+        let config = KernelConfig::parse_name(&self.kernel)
+            .filter(|c| c.name() == self.kernel)
+            .ok_or_else(|| format!("'{}' is not an nmtune kernel name", self.kernel))?;
+        if config.nm != problem.nm || config.l as usize != problem.l {
+            return Err(format!(
+                "kernel {} is for {} L={}, the problem is {} L={}",
+                self.kernel, config.nm, config.l, problem.nm, problem.l
+            ));
+        }
+        if self.gpu.trim().is_empty() {
+            return Err("empty gpu name".into());
+        }
+        Ok(Measurement {
+            gpu: self.gpu,
+            problem,
+            config,
+            status: self.status,
+            error: self.error,
+            median_us: unfloat(self.median_us),
+            min_us: unfloat(self.min_us),
+            runs: self.runs,
+            verified: self.verified,
+            max_rel_error: unfloat(self.max_rel_error),
+            cublas_us: unfloat(self.cublas_us),
+            registers: self.registers,
+            spill_bytes: self.spill_bytes,
+            template_checksum: self.template_checksum,
+            source: self.source,
+            tool_version: self.tool_version,
+            created_at: self.created_at,
+        })
+    }
+
+    fn problem(&self) -> Result<Problem, String> {
+        let (n, m) = self
+            .nm
+            .split_once(':')
+            .ok_or_else(|| format!("nm '{}' is not of the form N:M", self.nm))?;
+        let int = |t: &str| t.trim().parse::<u32>().ok();
+        let (Some(n), Some(m)) = (int(n), int(m)) else {
+            return Err(format!("nm '{}' is not of the form N:M", self.nm));
+        };
+        let nm = NmPattern::new(n, m).map_err(|e| e.to_string())?;
+        let mut problem =
+            Problem::new(self.m, self.n, self.k, nm, self.l).map_err(|e| e.to_string())?;
+        problem.a_layout = [ALayout::RowMajor]
+            .into_iter()
+            .find(|l| l.as_str() == self.a_layout)
+            .ok_or_else(|| format!("unknown a_layout '{}' (expected row)", self.a_layout))?;
+        Ok(problem)
+    }
+}
+
+/// The export order: GPU, problem key, kernel, source, template checksum, date.
+fn export_order(a: &Measurement, b: &Measurement) -> Ordering {
+    let key = |m: &Measurement| {
+        let p = &m.problem;
+        (
+            m.gpu.clone(),
+            (p.m, p.n, p.k, p.nm.n, p.nm.m, p.l, p.a_layout.as_str()),
+            m.kernel_name(),
+            m.source.as_str(),
+            m.template_checksum.clone(),
+            m.created_at.clone(),
+        )
+    };
+    key(a).cmp(&key(b))
+}
+
+/// Every row as one JSON line, sorted by [`export_order`].
+pub fn to_text(rows: &[Measurement]) -> String {
+    let mut sorted: Vec<&Measurement> = rows.iter().collect();
+    sorted.sort_by(|a, b| export_order(a, b));
+    let mut out = String::new();
+    for m in sorted {
+        // Plain data with string keys: serialising it cannot fail.
+        out += &serde_json::to_string(&Line::from_measurement(m)).unwrap_or_default();
+        out.push('\n');
+    }
+    out
+}
+
+/// Parse the text of a measurements file; `path` names it in errors. Blank lines are skipped.
+pub fn parse(text: &str, path: &Path) -> Result<Vec<Measurement>, ReplayError> {
+    let mut rows = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let fail = |detail: String| ReplayError::Line {
+            path: path.to_path_buf(),
+            line: index + 1,
+            detail,
+        };
+        let line: Line = serde_json::from_str(raw).map_err(|e| fail(json_detail(&e)))?;
+        rows.push(line.into_measurement().map_err(fail)?);
+    }
+    Ok(rows)
+}
+
+/// serde_json's message with its column, without its "at line 1" (every line is line 1).
+fn json_detail(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    format!("column {}: {message}", err.column())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::{Pipeline, WarpLayout};
+
+    fn row(median: Option<f64>, m_s: u32) -> Measurement {
+        let nm = NmPattern::new(8, 32).unwrap();
+        Measurement {
+            gpu: "h200".into(),
+            problem: Problem::new(256, 4096, 4096, nm, 32).unwrap(),
+            config: KernelConfig {
+                m_s,
+                n_s: 64,
+                k_s: 64,
+                m_t: 8,
+                n_t: 4,
+                warp: WarpLayout::new(4, 8),
+                nm,
+                l: 32,
+                packing: true,
+                pipeline: Pipeline::CpAsync { stages: 2 },
+                split_k: 1,
+            },
+            status: Status::Ok,
+            error: None,
+            median_us: median,
+            min_us: median.map(|t| t * 0.97),
+            runs: 10,
+            verified: true,
+            max_rel_error: Some(f64::INFINITY),
+            cublas_us: Some(0.1 + 0.2),
+            registers: Some(128),
+            spill_bytes: None,
+            template_checksum: "abc".into(),
+            source: Source::Measured,
+            tool_version: "0.1.0".into(),
+            created_at: "2026-11-22T03:10:35.483312040+00:00".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_bit_for_bit_and_sorts() {
+        let rows = vec![row(Some(54.48000133037567), 64), row(None, 32)];
+        let text = to_text(&rows);
+        let back = parse(&text, Path::new("x.jsonl")).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].config.m_s, 32, "sorted by kernel name");
+        assert_eq!(
+            back[1].median_us.unwrap().to_bits(),
+            54.48000133037567f64.to_bits()
+        );
+        assert_eq!(
+            back[1].cublas_us.unwrap().to_bits(),
+            (0.1f64 + 0.2).to_bits()
+        );
+        assert_eq!(back[1].max_rel_error, Some(f64::INFINITY));
+        assert_eq!(to_text(&back), text);
+    }
+
+    #[test]
+    fn bad_lines_name_file_and_line() {
+        let good = to_text(&[row(Some(1.0), 64)]);
+        let cases = [
+            ("{\"gpu\": ", "column"),
+            (
+                &good.replace("\"runs\":10", "\"runs\":10,\"extra\":1"),
+                "unknown field",
+            ),
+            (
+                &good.replace("nm_spmm_f32_ms64", "nm_spmm_f32_msX"),
+                "kernel name",
+            ),
+            (
+                &good.replace("\"nm\":\"8:32\"", "\"nm\":\"12:32\""),
+                "is for 8:32",
+            ),
+            (&good.replace("\"k\":4096", "\"k\":4100"), "multiple of M"),
+            (
+                &good.replace("\"status\":\"ok\"", "\"status\":\"fine\""),
+                "unknown variant",
+            ),
+        ];
+        for (bad, what) in cases {
+            let text = format!("{good}\n{bad}\n");
+            let err = parse(&text, Path::new("m.jsonl")).unwrap_err().to_string();
+            assert!(err.starts_with("m.jsonl:3: "), "{err}");
+            assert!(err.contains(what), "{err}");
+        }
+    }
+}

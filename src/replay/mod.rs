@@ -1,0 +1,238 @@
+//! replay: a tuning database rebuilt from its measurements as text, without a GPU.
+//!
+//! [`jsonl`] writes every row of a database as one JSON line and reads them back. [`replay`]
+//! records the rows of a measurements file into a database as `source = replay`, problem by
+//! problem, through the same [`Database::record_all`] and best-entry rule
+//! ([`crate::db::better`]) a GPU run uses, and marks each problem done, so that an interrupted
+//! replay resumes like a GPU run. [`check`] replays a committed database's file into a
+//! scratch database and compares the best entries.
+
+pub mod check;
+pub mod jsonl;
+
+use crate::db::{Database, DbError, Measurement, Source};
+use crate::gpu::GpuProfile;
+use crate::problem::Problem;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Recorded in `problem_runs.strategy` for replayed problems.
+pub const REPLAY_STRATEGY: &str = "replay";
+
+/// Errors of the replay layer, one line each, naming the file.
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    #[error("{}: {detail}", path.display())]
+    Io { path: PathBuf, detail: String },
+    #[error("{}:{line}: {detail}", path.display())]
+    Line {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    #[error("{} holds no measurements of GPU '{gpu}' (it holds: {found})", path.display())]
+    NoSuchGpu {
+        path: PathBuf,
+        gpu: String,
+        found: String,
+    },
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("{} is not the export of {}: {detail}; regenerate it with `nmtune export --db {} --out {}`",
+        file.display(), db.display(), db.display(), file.display())]
+    Stale {
+        file: PathBuf,
+        db: PathBuf,
+        detail: String,
+    },
+    #[error("replaying {} does not reproduce {}: {differ} of {total} best entries differ (first: {first})",
+        file.display(), db.display())]
+    Mismatch {
+        file: PathBuf,
+        db: PathBuf,
+        differ: usize,
+        total: usize,
+        first: String,
+    },
+}
+
+pub(crate) fn io_error(path: &Path, err: impl std::fmt::Display) -> ReplayError {
+    ReplayError::Io {
+        path: path.to_path_buf(),
+        detail: err.to_string(),
+    }
+}
+
+/// The rows of one measurements file.
+#[derive(Debug, Clone)]
+pub struct MeasurementLog {
+    pub path: PathBuf,
+    pub rows: Vec<Measurement>,
+}
+
+impl MeasurementLog {
+    /// Read and check a measurements file.
+    pub fn read(path: &Path) -> Result<Self, ReplayError> {
+        let text = std::fs::read_to_string(path).map_err(|e| io_error(path, e))?;
+        let rows = jsonl::parse(&text, path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            rows,
+        })
+    }
+
+    /// GPU names in the file, sorted.
+    pub fn gpus(&self) -> Vec<String> {
+        let names: BTreeSet<&str> = self.rows.iter().map(|r| r.gpu.as_str()).collect();
+        names.into_iter().map(String::from).collect()
+    }
+
+    /// One GPU's problems in file order, each once.
+    pub fn problems(&self, gpu: &str) -> Vec<Problem> {
+        let mut seen = std::collections::HashSet::new();
+        self.rows
+            .iter()
+            .filter(|r| r.gpu == gpu && seen.insert(r.problem))
+            .map(|r| r.problem)
+            .collect()
+    }
+
+    /// One GPU's timed rows (sources measured and replay) by problem; an error when the file
+    /// has no row of that GPU at all.
+    fn timed_rows(&self, gpu: &str) -> Result<HashMap<Problem, Vec<&Measurement>>, ReplayError> {
+        if !self.rows.iter().any(|r| r.gpu == gpu) {
+            return Err(ReplayError::NoSuchGpu {
+                path: self.path.clone(),
+                gpu: gpu.to_string(),
+                found: self.gpus().join(", "),
+            });
+        }
+        let mut by_problem: HashMap<Problem, Vec<&Measurement>> = HashMap::new();
+        for row in self.rows.iter().filter(|r| r.gpu == gpu) {
+            if row.source != Source::Model {
+                by_problem.entry(row.problem).or_default().push(row);
+            }
+        }
+        Ok(by_problem)
+    }
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, Default)]
+pub struct ReplaySummary {
+    pub problems_total: usize,
+    pub problems_replayed: usize,
+    /// Already replayed into this database by an earlier run.
+    pub problems_skipped: usize,
+    /// Asked for, but the file has no timed row of them.
+    pub missing: Vec<Problem>,
+    pub rows_recorded: usize,
+    /// Rows of the file with source = model: predictions are not replayed as timings.
+    pub model_rows_ignored: usize,
+    pub elapsed_s: f64,
+}
+
+/// Record `problems`' rows of `gpu` from `log` into `db` as `source = replay`.
+pub fn replay(
+    log: &MeasurementLog,
+    gpu: &str,
+    profile: Option<&GpuProfile>,
+    problems: &[Problem],
+    db: &Database,
+) -> Result<ReplaySummary, ReplayError> {
+    let started = std::time::Instant::now();
+    let by_problem = log.timed_rows(gpu)?;
+    if let Some(profile) = profile {
+        db.upsert_gpu(profile)?;
+    }
+    let mut summary = ReplaySummary {
+        problems_total: problems.len(),
+        model_rows_ignored: log
+            .rows
+            .iter()
+            .filter(|r| r.gpu == gpu && r.source == Source::Model)
+            .count(),
+        ..Default::default()
+    };
+    for problem in problems {
+        match by_problem.get(problem) {
+            None => summary.missing.push(*problem),
+            Some(rows) => match replay_problem(db, gpu, problem, rows)? {
+                None => summary.problems_skipped += 1,
+                Some(recorded) => {
+                    summary.problems_replayed += 1;
+                    summary.rows_recorded += recorded;
+                }
+            },
+        }
+    }
+    summary.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Replay one problem's rows, skipping what an earlier replay stored; `None` when the problem
+/// was already done for every template checksum among its rows.
+fn replay_problem(
+    db: &Database,
+    gpu: &str,
+    problem: &Problem,
+    rows: &[&Measurement],
+) -> Result<Option<usize>, ReplayError> {
+    let checksums: BTreeSet<&str> = rows.iter().map(|r| r.template_checksum.as_str()).collect();
+    let mut todo: Vec<Measurement> = Vec::new();
+    let mut open: Vec<&str> = Vec::new();
+    for checksum in checksums {
+        if db.is_problem_done(gpu, problem, checksum, Source::Replay)? {
+            continue;
+        }
+        open.push(checksum);
+        let already = db.measured_kernels(gpu, problem, checksum, Source::Replay)?;
+        todo.extend(
+            rows.iter()
+                .filter(|r| r.template_checksum == checksum && !already.contains(&r.kernel_name()))
+                .map(|r| as_replay(r)),
+        );
+    }
+    if open.is_empty() {
+        return Ok(None);
+    }
+    // The order a GPU run recorded them in (it matters only across template checksums).
+    todo.sort_by(|a, b| {
+        (a.created_at.as_str(), a.kernel_name()).cmp(&(b.created_at.as_str(), b.kernel_name()))
+    });
+    db.record_all(&todo)?;
+    for checksum in open {
+        db.mark_problem_done(gpu, problem, checksum, REPLAY_STRATEGY, Source::Replay)?;
+    }
+    Ok(Some(todo.len()))
+}
+
+/// A copy of a timed row as a replayed one; everything else, its date included, is kept.
+fn as_replay(row: &Measurement) -> Measurement {
+    Measurement {
+        source: Source::Replay,
+        ..row.clone()
+    }
+}
+
+/// Every measurement of `db` (or of one GPU) as the text of a measurements file.
+pub fn export(db: &Database, gpu: Option<&str>) -> Result<String, ReplayError> {
+    Ok(jsonl::to_text(&db.measurements(gpu)?))
+}
+
+/// Write `text` to `path` through a temporary file beside it, so that a reader never sees a
+/// half-written file.
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), ReplayError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).map_err(|e| io_error(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_error(path, e)
+    })
+}

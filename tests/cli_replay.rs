@@ -1,0 +1,497 @@
+//! Measurements as text, replay, check-replay, model-eval, roofline plots and the no-GPU
+//! default, through the `nmtune` command as users run it (and the library where the numbers
+//! need checking).
+
+use assert_cmd::Command;
+use nmtune::codegen::KernelConfig;
+use nmtune::db::{Database, Measurement, Source, Status};
+use nmtune::gpu::GpuProfile;
+use nmtune::problem::{NmPattern, Problem};
+use nmtune::tuner::search::{candidates, Strategy};
+use predicates::prelude::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn nmtune() -> Command {
+    Command::cargo_bin("nmtune").unwrap()
+}
+
+/// stderr is one line starting with "nmtune: error:" and naming `what`.
+fn one_line_error(what: &'static str) -> impl Predicate<str> {
+    predicate::str::starts_with("nmtune: error:")
+        .and(predicate::str::contains(what))
+        .and(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }))
+        .and(predicate::str::contains("panicked").not())
+}
+
+const SHAPES: &str = "defaults: { m: [256, 512], sparsity: [\"8:32\"], L: 32 }\n\
+                      layers:\n  - { model: t, name: q, n: 4096, k: 4096 }\n";
+
+fn problem(m: usize) -> Problem {
+    Problem::new(m, 4096, 4096, NmPattern::new(8, 32).unwrap(), 32).unwrap()
+}
+
+/// The model's ranking of the whole space for `p` on the H200, best first.
+fn ranking(p: &Problem) -> Vec<KernelConfig> {
+    let h200 = GpuProfile::builtin("h200").unwrap();
+    candidates(p, &h200, Strategy::Exhaustive)
+}
+
+fn row(p: &Problem, config: KernelConfig, median_us: f64) -> Measurement {
+    Measurement {
+        gpu: "h200".into(),
+        problem: *p,
+        config,
+        status: Status::Ok,
+        error: None,
+        median_us: Some(median_us),
+        min_us: Some(median_us * 0.98),
+        runs: 10,
+        verified: true,
+        max_rel_error: Some(2.5e-7),
+        cublas_us: Some(180.0),
+        registers: Some(128),
+        spill_bytes: Some(0),
+        template_checksum: "feed".into(),
+        source: Source::Measured,
+        tool_version: "0.1.0".into(),
+        created_at: "2026-01-02T03:04:05.000006Z".into(),
+    }
+}
+
+/// A database with two problems of six measured configurations each (the model's six best):
+/// at m = 256 the model's first choice is the fastest (a hit); at m = 512 the sixth is, at
+/// half the time of the first (a miss, slowdown 2). Plus a failed row and a model row.
+fn synthetic_db(dir: &Path) -> PathBuf {
+    let path = dir.join("synthetic.sqlite");
+    let db = Database::open(&path).unwrap();
+    db.upsert_gpu(&GpuProfile::builtin("h200").unwrap())
+        .unwrap();
+    let (hit, miss) = (problem(256), problem(512));
+    let mut rows = Vec::new();
+    for (i, cfg) in ranking(&hit).into_iter().take(6).enumerate() {
+        rows.push(row(&hit, cfg, 100.0 + 10.0 * i as f64));
+    }
+    for (i, cfg) in ranking(&miss).into_iter().take(6).enumerate() {
+        rows.push(row(
+            &miss,
+            cfg,
+            if i == 5 { 100.0 } else { 200.0 + i as f64 },
+        ));
+    }
+    let mut failed = row(&miss, ranking(&miss)[6], 1.0);
+    failed.status = Status::WrongResult;
+    failed.verified = false;
+    failed.error = Some("relative error inf above 1e-3".into());
+    failed.max_rel_error = Some(f64::INFINITY);
+    rows.push(failed);
+    let mut model = row(&hit, ranking(&hit)[7], 1.0);
+    model.source = Source::Model;
+    model.verified = false;
+    rows.push(model);
+    db.record_all(&rows).unwrap();
+    path
+}
+
+fn export(db: &Path, out: &Path) {
+    nmtune()
+        .args(["export", "--db"])
+        .arg(db)
+        .arg("--out")
+        .arg(out)
+        .assert()
+        .success();
+}
+
+fn write_shapes(dir: &Path) -> PathBuf {
+    let shapes = dir.join("shapes.yaml");
+    fs::write(&shapes, SHAPES).unwrap();
+    shapes
+}
+
+fn report_json(db: &Path) -> Vec<serde_json::Value> {
+    let out = nmtune()
+        .args(["report", "--format", "json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn export_replay_round_trip_keeps_the_best_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic_db(dir.path());
+    let file = dir.path().join("synthetic.measurements.jsonl");
+    export(&db, &file);
+    let text = fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        14,
+        "every row, failed and model ones too"
+    );
+    assert!(text.contains("\"max_rel_error\":\"inf\""));
+    let out = dir.path().join("replayed.sqlite");
+    nmtune()
+        .args(["--backend", "replay", "--gpu", "h200", "--measurements"])
+        .arg(&file)
+        .arg("--shapes")
+        .arg(write_shapes(dir.path()))
+        .arg("--db")
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("1 model rows ignored"));
+    let (before, after) = (report_json(&db), report_json(&out));
+    assert_eq!(before.len(), 2);
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(a["source"], "replay");
+        assert_eq!(b["kernel"], a["kernel"]);
+        assert_eq!(b["median_us"], a["median_us"]);
+    }
+    nmtune()
+        .args(["check-replay", "--db"])
+        .arg(&db)
+        .arg("--measurements")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2 best entries identical"));
+}
+
+#[test]
+fn replay_resumes_and_reports_problems_missing_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.jsonl");
+    export(&synthetic_db(dir.path()), &file);
+    let first = dir.path().join("first.yaml");
+    fs::write(&first, SHAPES.replace("[256, 512]", "[256]")).unwrap();
+    let out = dir.path().join("out.sqlite");
+    let replay = |shapes: &Path| {
+        let mut cmd = nmtune();
+        cmd.args(["--backend", "replay", "--gpu", "h200", "--measurements"])
+            .arg(&file)
+            .arg("--shapes")
+            .arg(shapes)
+            .arg("--db")
+            .arg(&out);
+        cmd
+    };
+    replay(&first).assert().success();
+    replay(&write_shapes(dir.path()))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("replayed 1 of 2 problems (7 rows"))
+        .stderr(predicate::str::contains("1 already done"));
+    let wider = dir.path().join("wider.yaml");
+    fs::write(&wider, SHAPES.replace("[256, 512]", "[256, 512, 1024]")).unwrap();
+    replay(&wider)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "1 problems of the shapes file are not in",
+        ))
+        .stderr(predicate::str::contains("m1024_n4096_k4096_8:32_l32"));
+}
+
+#[test]
+fn malformed_line_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.jsonl");
+    export(&synthetic_db(dir.path()), &file);
+    let mut lines: Vec<String> = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines[2] = lines[2].replace("\"runs\":10", "\"runs\":\"ten\"");
+    fs::write(&file, lines.join("\n")).unwrap();
+    nmtune()
+        .args(["--backend", "replay", "--gpu", "h200", "--shapes"])
+        .arg(write_shapes(dir.path()))
+        .arg("--measurements")
+        .arg(&file)
+        .arg("--db")
+        .arg(dir.path().join("out.sqlite"))
+        .assert()
+        .code(1)
+        .stderr(one_line_error("bad.jsonl:3: column"));
+    nmtune()
+        .args(["check-replay", "--db"])
+        .arg(dir.path().join("synthetic.sqlite"))
+        .arg("--measurements")
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("bad.jsonl:3:"));
+}
+
+#[test]
+fn replay_argument_errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = write_shapes(dir.path());
+    let db = dir.path().join("out.sqlite");
+    let run = |args: &[&str]| {
+        let mut cmd = nmtune();
+        cmd.args(args)
+            .arg("--shapes")
+            .arg(&shapes)
+            .arg("--db")
+            .arg(&db);
+        cmd
+    };
+    run(&["--backend", "replay", "--gpu", "h200"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("needs --measurements"));
+    run(&[
+        "--backend",
+        "replay",
+        "--gpu",
+        "h200",
+        "--measurements",
+        "/nonexistent/m.jsonl",
+    ])
+    .assert()
+    .code(1)
+    .stderr(one_line_error("/nonexistent/m.jsonl"));
+    run(&[
+        "--backend",
+        "model",
+        "--gpu",
+        "h200",
+        "--measurements",
+        "m.jsonl",
+    ])
+    .assert()
+    .code(1)
+    .stderr(one_line_error("only by --backend replay"));
+    run(&[
+        "--backend",
+        "replay",
+        "--gpu",
+        "auto",
+        "--measurements",
+        "m.jsonl",
+    ])
+    .assert()
+    .code(1)
+    .stderr(one_line_error("not auto"));
+    let file = dir.path().join("m.jsonl");
+    export(&synthetic_db(dir.path()), &file);
+    run(&["--backend", "replay", "--gpu", "h100"])
+        .arg("--measurements")
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stderr(one_line_error(
+            "no measurements of GPU 'h100' (it holds: h200)",
+        ));
+    nmtune()
+        .args(["check-replay", "--db"])
+        .arg(dir.path().join("synthetic.sqlite"))
+        .assert()
+        .code(1)
+        .stderr(one_line_error(
+            "synthetic.measurements.jsonl does not exist",
+        ));
+    nmtune()
+        .args(["export", "--db", "/nonexistent/x.sqlite"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("does not exist"));
+}
+
+#[test]
+fn stale_measurements_file_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic_db(dir.path());
+    let file = dir.path().join("m.jsonl");
+    export(&db, &file);
+    let text = fs::read_to_string(&file).unwrap();
+    fs::write(
+        &file,
+        text.replacen("\"median_us\":100.0", "\"median_us\":99.0", 1),
+    )
+    .unwrap();
+    nmtune()
+        .args(["check-replay", "--db"])
+        .arg(&db)
+        .arg("--measurements")
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("regenerate it with `nmtune export"));
+}
+
+#[test]
+fn best_entries_that_differ_are_listed() {
+    let (a, b) = (problem(256), problem(512));
+    let configs = ranking(&a);
+    let committed = vec![row(&a, configs[0], 10.0), row(&b, configs[0], 20.0)];
+    let mut replayed = vec![row(&a, configs[0], 10.0), row(&b, configs[1], 20.0)];
+    assert_eq!(
+        nmtune::replay::check::compare_best(&committed, &committed),
+        vec![]
+    );
+    let diffs = nmtune::replay::check::compare_best(&committed, &replayed);
+    assert_eq!(diffs.len(), 1);
+    assert_eq!(diffs[0].problem, b);
+    replayed[0].median_us = Some(10.000001);
+    replayed.push(row(&problem(1024), configs[0], 5.0));
+    let diffs = nmtune::replay::check::compare_best(&committed, &replayed);
+    assert_eq!(diffs.len(), 3);
+    assert!(diffs[2].committed.is_none());
+}
+
+#[test]
+fn committed_measurements_reproduce_the_committed_database() {
+    for entry in fs::read_dir("tuning-db").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sqlite") {
+            let file = path.with_extension("measurements.jsonl");
+            if file.exists() {
+                nmtune()
+                    .args(["check-replay", "--db"])
+                    .arg(&path)
+                    .arg("--measurements")
+                    .arg(&file)
+                    .assert()
+                    .success();
+            }
+        }
+    }
+}
+
+#[test]
+fn model_eval_counts_hits_and_savings() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic_db(dir.path());
+    let out = nmtune()
+        .args([
+            "model-eval",
+            "--top-k",
+            "1",
+            "--no-neighbours",
+            "--format",
+            "json",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evals: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let overall = &evals[0]["overall"];
+    assert_eq!(overall["problems"], 2);
+    assert_eq!(overall["hits"], 1);
+    assert_eq!(evals[0]["problems_skipped"], 0);
+    let close = |v: &serde_json::Value, x: f64| (v.as_f64().unwrap() - x).abs() < 1e-9;
+    // m = 512 has 7 measured configurations (the wrong result counts as timed).
+    assert!(close(&overall["candidates_saved"], 1.0 - 2.0 / 13.0));
+    assert!(close(&overall["geomean_slowdown"], 2f64.sqrt()));
+    assert!(close(&overall["worst_slowdown"], 2.0));
+    let spent_hit: f64 = (0..6).map(|i| 100.0 + 10.0 * i as f64).sum::<f64>() * 10.0;
+    let spent_miss = (200.0 + 201.0 + 202.0 + 203.0 + 204.0 + 100.0 + 1.0) * 10.0;
+    let saved = 1.0 - (1000.0 + 2000.0) / (spent_hit + spent_miss);
+    assert!(close(&overall["kernel_time_saved"], saved));
+    let problems = evals[0]["problems"].as_array().unwrap();
+    assert_eq!(problems[0]["hit"], true);
+    assert_eq!(problems[1]["hit"], false);
+
+    // With every configuration picked, every problem is a hit; above 7, none qualifies.
+    nmtune()
+        .args(["model-eval", "--top-k", "7", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("100.0 %"))
+        .stdout(predicate::str::contains(
+            "caveat: the ground truth is what was measured",
+        ));
+    nmtune()
+        .args([
+            "model-eval",
+            "--min-configs",
+            "8",
+            "--format",
+            "json",
+            "--db",
+        ])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"problems_skipped\": 2"));
+}
+
+#[test]
+fn report_plots_png_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic_db(dir.path());
+    for name in ["r.png", "r.svg"] {
+        let plot = dir.path().join(name);
+        nmtune()
+            .args(["report", "--db"])
+            .arg(&db)
+            .arg("--plot")
+            .arg(&plot)
+            .assert()
+            .success();
+        let bytes = fs::read(&plot).unwrap();
+        if name.ends_with("png") {
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        } else {
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.contains("<svg") && text.contains("8:32 (75.0 % sparse)"));
+        }
+    }
+    nmtune()
+        .args(["report", "--db"])
+        .arg(&db)
+        .arg("--plot")
+        .arg(dir.path().join("r.jpg"))
+        .assert()
+        .code(1)
+        .stderr(one_line_error("use a .png or .svg"));
+}
+
+#[test]
+fn without_a_gpu_the_main_job_fills_from_the_model() {
+    if nmtune::gpu::device::driver_present() {
+        eprintln!("SKIPPED: this machine has an NVIDIA driver");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h200.sqlite");
+    let started = std::time::Instant::now();
+    nmtune()
+        .args(["--gpu", "h200", "--shapes", "shapes/llama.yaml", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "nmtune: no GPU found: filling the database from the performance model (source = model)",
+        ));
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(elapsed < 60.0, "400 problems took {elapsed:.1} s");
+    let rows = report_json(&db);
+    assert_eq!(rows.len(), 400);
+    assert!(rows.iter().all(|r| r["source"] == "model"));
+    nmtune()
+        .args(["--gpu", "auto", "--shapes", "shapes/llama.yaml", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("no GPU found"));
+}
