@@ -196,7 +196,8 @@ enum Permissions {
     DropToNobody,
 }
 
-fn permissions_mode(probe_dir: &Path) -> Option<Permissions> {
+/// `None` when permissions cannot be made to apply (the reason is printed).
+fn permissions_mode(probe_dir: &Path, shapes: &Path) -> Option<Permissions> {
     let probe = probe_dir.join("probe");
     std::fs::create_dir(&probe).unwrap();
     std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o555)).unwrap();
@@ -206,11 +207,31 @@ fn permissions_mode(probe_dir: &Path) -> Option<Permissions> {
     if !ignored {
         return Some(Permissions::Apply);
     }
-    let setpriv = Command::new("setpriv").arg("--version").output();
-    if setpriv.is_ok_and(|o| o.status.success()) {
-        return Some(Permissions::DropToNobody);
+    let as_nobody = |program: &OsStr, args: &[&OsStr]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(program)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !as_nobody("true".as_ref(), &[]) {
+        eprintln!("SKIPPED: read-only location tests: running as root without a working setpriv");
+        return None;
     }
-    None
+    // nobody must reach the binary and the test directory (a checkout under /root may not).
+    let reachable = as_nobody(nmtune_bin().as_os_str(), &["--version".as_ref()])
+        && as_nobody("test".as_ref(), &["-r".as_ref(), shapes.as_os_str()]);
+    if !reachable {
+        eprintln!(
+            "SKIPPED: read-only location tests: running as root, and user nobody cannot reach {} \
+             or {}",
+            nmtune_bin().display(),
+            shapes.display()
+        );
+        return None;
+    }
+    Some(Permissions::DropToNobody)
 }
 
 fn cli_as(mode: &Permissions, args: &[&OsStr]) -> Output {
@@ -243,11 +264,7 @@ fn a_read_only_location_gives_one_line_and_changes_nothing() {
         eprintln!("hostile: {}", one_clear_error_line(&out));
     }
 
-    let Some(mode) = permissions_mode(dir.path()) else {
-        eprintln!(
-            "SKIPPED: read-only directory and file tests: file permissions do not apply to this \
-             process (root) and setpriv is not available to drop privileges"
-        );
+    let Some(mode) = permissions_mode(dir.path(), &shapes) else {
         return;
     };
     if let Permissions::DropToNobody = mode {
