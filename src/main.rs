@@ -3,6 +3,7 @@
 mod cli;
 
 fn main() -> std::process::ExitCode {
+    ignore_file_size_signal();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp(None)
         .init();
@@ -16,3 +17,17 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+/// A file-size limit (`ulimit -f`) makes the kernel send SIGXFSZ, whose default action kills
+/// the process in the middle of a write. Ignored, the write fails with EFBIG instead and the
+/// error ends as one line like any other; the database stays consistent either way.
+#[cfg(unix)]
+fn ignore_file_size_signal() {
+    // SAFETY: sets one signal's disposition to SIG_IGN, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+#[cfg(not(unix))]
+fn ignore_file_size_signal() {}

@@ -150,6 +150,8 @@ impl Problem {
         nm: NmPattern,
         l: usize,
     ) -> Result<Self, ProblemError> {
+        // The pattern's fields are public: re-check it, a hand-built one may have M = 0.
+        let nm = NmPattern::new(nm.n, nm.m)?;
         if m == 0 || n == 0 || k == 0 {
             return Err(ProblemError::EmptyDimension { m, n, k });
         }

@@ -65,15 +65,33 @@ pub struct ShapeError {
 }
 
 impl fmt::Display for ShapeError {
+    /// Always one line: control characters from the file (a layer named "a\nb", say) are
+    /// written escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.origin)?;
+        write!(f, "{}", OneLine(&self.origin))?;
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
             if let Some(column) = self.column {
                 write!(f, ":{column}")?;
             }
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", OneLine(&self.message))
+    }
+}
+
+/// Text with its control characters escaped (`\n`, `\u{1b}`, …).
+struct OneLine<'a>(&'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 

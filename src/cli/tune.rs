@@ -111,7 +111,7 @@ fn tune_gpu(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Re
         cache_dir: cache_dir_or_default(args.cache_dir.clone()),
         seed: 0x6e6d_7475,
     };
-    Ok(tuner::tune_on_gpu(&gpu, problems, &db, &opts)?)
+    Ok(tuner::tune_on_gpu(gpu, problems, &db, &opts)?)
 }
 
 /// Open GPU 0 and check that it is the one `gpu_name` names (`auto`: any; `force`: any).

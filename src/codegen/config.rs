@@ -76,12 +76,13 @@ pub struct KernelConfig {
 impl KernelConfig {
     /// Compressed rows per main-loop step: k_s·N/M.
     pub fn w_s(&self) -> u32 {
-        self.k_s / self.nm.m * self.nm.n
+        // `max(1)`: the fields are public; a nonsense configuration must not divide by zero.
+        self.k_s / self.nm.m.max(1) * self.nm.n
     }
 
     /// Index columns per block: n_s/L, at least one.
     pub fn q_s(&self) -> u32 {
-        self.n_s.div_ceil(self.l)
+        self.n_s.div_ceil(self.l.max(1))
     }
 
     /// Threads per block: (m_s/m_t)·(n_s/n_t).
@@ -129,8 +130,13 @@ impl KernelConfig {
         )
     }
 
-    /// Inverse of [`KernelConfig::name`].
+    /// Inverse of [`KernelConfig::name`]: only names it spells are accepted (no `+64`,
+    /// no leading zeros), so one configuration has exactly one name.
     pub fn parse_name(name: &str) -> Option<Self> {
+        Self::parse_name_loosely(name).filter(|cfg| cfg.name() == name)
+    }
+
+    fn parse_name_loosely(name: &str) -> Option<Self> {
         let rest = name.strip_prefix("nm_spmm_f32_")?;
         let parts: Vec<&str> = rest.split('_').collect();
         if parts.len() != 10 {

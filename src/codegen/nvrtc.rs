@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use std::ffi::{c_char, CString};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// How to get NVRTC when it is missing.
@@ -253,7 +254,8 @@ pub enum CacheOutcome {
 
 /// [`compile`], memoised on disk under `cache_dir` by [`cache_key`]. A cache file holds a
 /// header (magic, SHA-256 of the payload, lengths) and the payload (log, then cubin); a file
-/// whose checksum does not match is ignored and rewritten. Failures to write the cache are
+/// whose checksum does not match is never loaded: a warning is logged, the kernel compiled
+/// again and the file replaced. Failures to write the cache are
 /// not errors: the compiled kernel is returned all the same.
 pub fn compile_cached(
     src: &KernelSource,
@@ -269,17 +271,39 @@ pub fn compile_cached_with_outcome(
     arch: &str,
     cache_dir: &Path,
 ) -> Result<(CompiledKernel, CacheOutcome), CodegenError> {
-    let key = cache_key(src, arch)?;
-    let path = cache_dir.join(format!("{key}.cubin"));
-    if let Some((cubin, log)) = read_cache_file(&path) {
-        let kernel = CompiledKernel::from_output(src, arch, cubin, log);
-        return Ok((kernel, CacheOutcome::Hit));
+    let path = cache_path(src, arch, cache_dir)?;
+    match read_cache_file(&path) {
+        Ok(Some((cubin, log))) => {
+            let kernel = CompiledKernel::from_output(src, arch, cubin, log);
+            return Ok((kernel, CacheOutcome::Hit));
+        }
+        Ok(None) => {}
+        Err(why) => log::warn!(
+            "kernel cache {} is damaged ({why}): compiling {} again and replacing it",
+            path.display(),
+            src.name
+        ),
     }
     let kernel = compile(src, arch)?;
-    if let Err(e) = write_cache_file(&path, &kernel.cubin, &kernel.log) {
+    if let Err(e) = write_cache_entry(&path, &kernel) {
         log::warn!("cannot write kernel cache {}: {e}", path.display());
     }
     Ok((kernel, CacheOutcome::Compiled))
+}
+
+/// Where [`compile_cached`] keeps the cubin of `src` for `arch`: `<cache_dir>/<cache_key>.cubin`.
+pub fn cache_path(
+    src: &KernelSource,
+    arch: &str,
+    cache_dir: &Path,
+) -> Result<PathBuf, CodegenError> {
+    Ok(cache_dir.join(format!("{}.cubin", cache_key(src, arch)?)))
+}
+
+/// Store `kernel` as the cache file `path` (see [`cache_path`]), checksummed, written beside
+/// and renamed into place.
+pub fn write_cache_entry(path: &Path, kernel: &CompiledKernel) -> std::io::Result<()> {
+    write_cache_file(path, &kernel.cubin, &kernel.log)
 }
 
 fn payload_checksum(log: &[u8], cubin: &[u8]) -> String {
@@ -304,31 +328,55 @@ fn write_cache_file(path: &Path, cubin: &[u8], log: &str) -> std::io::Result<()>
     bytes.extend_from_slice(header.as_bytes());
     bytes.extend_from_slice(log.as_bytes());
     bytes.extend_from_slice(cubin);
-    // Write beside and rename, so that a concurrent reader never sees half a file.
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    fs::write(&tmp, &bytes)?;
-    fs::rename(&tmp, path)
+    // Write beside and rename, so that a concurrent reader never sees half a file. The
+    // temporary name is unique per process and call: two threads may store the same key.
+    static WRITES: AtomicUsize = AtomicUsize::new(0);
+    let unique = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp{}-{unique}", std::process::id()));
+    let written = fs::write(&tmp, &bytes).and_then(|()| fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
-fn read_cache_file(path: &Path) -> Option<(Vec<u8>, String)> {
-    let bytes = fs::read(path).ok()?;
-    let newline = bytes.iter().position(|&b| b == b'\n')?;
-    let header = std::str::from_utf8(&bytes[..newline]).ok()?;
+/// The (cubin, log) of a cache file; `Ok(None)` when there is none, `Err(why)` when the file
+/// is there but damaged (wrong magic, lengths or checksum), so it must not be loaded.
+fn read_cache_file(path: &Path) -> Result<Option<(Vec<u8>, String)>, String> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("unreadable: {e}")),
+    };
+    let newline = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or("no header line")?;
+    let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| "header is not text")?;
     let fields: Vec<&str> = header.split(' ').collect();
     if fields.len() != 4 || fields[0] != CACHE_MAGIC {
-        return None;
+        return Err(format!(
+            "header is not '{CACHE_MAGIC} <sha256> <log bytes> <cubin bytes>'"
+        ));
     }
-    let log_len: usize = fields[2].parse().ok()?;
-    let cubin_len: usize = fields[3].parse().ok()?;
+    let length = |text: &str| {
+        text.parse::<usize>()
+            .map_err(|_| format!("bad length '{text}'"))
+    };
+    let (log_len, cubin_len) = (length(fields[2])?, length(fields[3])?);
     let payload = &bytes[newline + 1..];
-    if payload.len() != log_len.checked_add(cubin_len)? {
-        return None;
+    if Some(payload.len()) != log_len.checked_add(cubin_len) {
+        return Err(format!(
+            "holds {} payload bytes, its header says {log_len} + {cubin_len}",
+            payload.len()
+        ));
     }
     let (log, cubin) = payload.split_at(log_len);
     if payload_checksum(log, cubin) != fields[1] {
-        return None;
+        return Err("contents do not match their SHA-256 checksum".into());
     }
-    Some((cubin.to_vec(), String::from_utf8(log.to_vec()).ok()?))
+    let log = String::from_utf8(log.to_vec()).map_err(|_| "log is not UTF-8")?;
+    Ok(Some((cubin.to_vec(), log)))
 }
 
 #[cfg(test)]
@@ -368,15 +416,16 @@ ptxas info    : Used 168 registers, used 1 barriers, 64 bytes smem, 400 bytes cm
         write_cache_file(&path, &cubin, "log text").unwrap();
         assert_eq!(
             read_cache_file(&path),
-            Some((cubin.clone(), "log text".to_string()))
+            Ok(Some((cubin.clone(), "log text".to_string())))
         );
         let mut bytes = fs::read(&path).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
         fs::write(&path, &bytes).unwrap();
-        assert_eq!(read_cache_file(&path), None);
+        assert!(read_cache_file(&path).is_err());
         fs::write(&path, b"garbage").unwrap();
-        assert_eq!(read_cache_file(&path), None);
+        assert!(read_cache_file(&path).is_err());
+        assert_eq!(read_cache_file(&dir.path().join("absent.cubin")), Ok(None));
     }
 
     #[test]

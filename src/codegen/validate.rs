@@ -181,7 +181,7 @@ fn thread_tile_rules(cfg: &KernelConfig) -> Rule {
     rule(THREAD_TILES.contains(&n_t), || {
         format!("n_t={n_t} must be one of {THREAD_TILES:?}")
     })?;
-    rule(rows * cols == 32, || {
+    rule(rows.checked_mul(cols) == Some(32), || {
         format!("warp layout {rows}x{cols} must hold exactly 32 threads")
     })?;
     rule(m_s % (rows * m_t) == 0, || {
@@ -267,6 +267,10 @@ fn gpu_rules(cfg: &KernelConfig, gpu: &GpuProfile) -> Rule {
 }
 
 fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
+    // Tiles are divisors below: a configuration that skipped `validate` must not panic here.
+    rule(cfg.k_s > 0 && cfg.m_s > 0, || {
+        format!("k_s={} and m_s={} must be positive", cfg.k_s, cfg.m_s)
+    })?;
     rule(cfg.nm == problem.nm, || {
         format!(
             "compiled for pattern {}, the problem is {}",

@@ -43,6 +43,8 @@ const SQLITE_CORRUPT: i64 = 11;
 const SQLITE_NOTADB: i64 = 26;
 const SQLITE_READONLY: i64 = 8;
 const SQLITE_CANTOPEN: i64 = 14;
+const SQLITE_IOERR: i64 = 10;
+const SQLITE_FULL: i64 = 13;
 
 /// Collapse a message onto one line so every error prints as one.
 pub(crate) fn one_line(text: impl std::fmt::Display) -> String {
@@ -85,6 +87,12 @@ pub(crate) fn from_sqlx(path: &Path, err: sqlx::Error) -> DbError {
             }
         }
         Some(SQLITE_CANTOPEN) => return io_error(path, sqlite_message(&err)),
+        // A write refused for lack of space, or over a file-size limit (EFBIG is an I/O error
+        // to SQLite): say what the user can do about it.
+        Some(SQLITE_FULL) | Some(SQLITE_IOERR) => {
+            let hint = "is the disk full, or a file-size limit (ulimit -f) reached?";
+            return io_error(path, format!("{}: {hint}", sqlite_message(&err)));
+        }
         _ => {}
     }
     match err {

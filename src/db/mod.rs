@@ -22,7 +22,7 @@ pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
 use error::{from_migrate, from_sqlx, io_error};
-use identity::{identify, inspect_on_disk, Contents, OnDisk};
+use identity::{identify, inspect_on_disk, wal_path, Contents, OnDisk};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, Sqlite, SqliteConnection, Transaction};
@@ -146,6 +146,31 @@ impl Database {
             let key = (gpu, problem);
             let run = (checksum, strategy, source);
             store::mark_problem_done(&mut tx, &self.path, key, run, &completed_at).await?;
+            self.commit(tx).await
+        })
+    }
+
+    /// Record the measurements of a problem and mark its search finished, in one transaction:
+    /// a reader, or a run resumed after a crash, sees both or neither.
+    pub fn record_and_mark_done(
+        &self,
+        ms: &[Measurement],
+        (gpu, problem): (&str, &Problem),
+        checksum: &str,
+        strategy: &str,
+        source: Source,
+    ) -> Result<(), DbError> {
+        let completed_at = now_rfc3339();
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(async {
+            let mut tx = self.begin_write(conn).await?;
+            for m in ms {
+                store::record(&mut tx, &self.path, m).await?;
+            }
+            let run = (checksum, strategy, source);
+            store::mark_problem_done(&mut tx, &self.path, (gpu, problem), run, &completed_at)
+                .await?;
             self.commit(tx).await
         })
     }
@@ -429,7 +454,24 @@ async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
         OnDisk::Empty => return Err(not_nmtune()),
         OnDisk::Sqlite => {}
     }
-    let mut conn = connect(path, base_options(path).read_only(true)).await?;
+    let options = base_options(path).read_only(true);
+    match connect_readable(path, options.clone()).await {
+        // SQLite reads a WAL-mode file through its -shm index, which it cannot create in a
+        // read-only location. With no -wal file beside it, no write is pending and the file
+        // can be read whole as immutable (https://www.sqlite.org/wal.html, "Read-Only
+        // Databases"): a tuning database installed read-only stays readable.
+        Err(DbError::ReadOnly { .. } | DbError::Io { .. }) if !wal_path(path).exists() => {
+            connect_readable(path, options.immutable(true)).await
+        }
+        other => other,
+    }
+}
+
+async fn connect_readable(
+    path: &Path,
+    options: SqliteConnectOptions,
+) -> Result<SqliteConnection, DbError> {
+    let mut conn = connect(path, options).await?;
     if let Err(err) = check_readable(&mut conn, path).await {
         let _ = conn.close().await;
         return Err(err);

@@ -12,6 +12,8 @@ use cudarc::driver::{
     PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
+use std::mem::ManuallyDrop;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -78,7 +80,8 @@ struct SupportKernels {
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
-    blas: CudaBlas,
+    /// Dropped by hand (see `Drop for Gpu`).
+    blas: ManuallyDrop<CudaBlas>,
     support: SupportKernels,
     profile: GpuProfile,
 }
@@ -124,7 +127,7 @@ impl Gpu {
         Ok(Self {
             ctx,
             stream,
-            blas,
+            blas: ManuallyDrop::new(blas),
             support,
             profile,
         })
@@ -132,6 +135,11 @@ impl Gpu {
 
     pub fn profile(&self) -> &GpuProfile {
         &self.profile
+    }
+
+    /// The device ordinal this GPU was opened with ([`Gpu::open`]).
+    pub fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
     }
 
     /// Load a compiled cubin into this context.
@@ -326,6 +334,18 @@ impl Gpu {
         self.stream
             .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(driver_err("recording an event"))
+    }
+}
+
+impl Drop for Gpu {
+    /// cudarc unwraps the status of `cublasDestroy`, which may fail once a kernel fault has
+    /// broken the context; dropping a GPU (to open it afresh) must not take the process down.
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here; the field is not used afterwards.
+        let blas = unsafe { ManuallyDrop::take(&mut self.blas) };
+        if std::panic::catch_unwind(AssertUnwindSafe(move || drop(blas))).is_err() {
+            log::warn!("the cuBLAS handle could not be destroyed (the GPU context had failed)");
+        }
     }
 }
 

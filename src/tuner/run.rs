@@ -119,26 +119,28 @@ pub fn tune_with_model(
     };
     let todo = pending(db, &profile.name, problems, Source::Model)?;
     let bar = progress(todo.len(), quiet);
-    let mut rows = Vec::with_capacity(todo.len());
     for problem in &todo {
-        if let Some(best) = candidates(problem, profile, Strategy::Exhaustive).first() {
-            let predicted_us = model::predict(best, problem, profile).time_s * 1e6;
-            let mut row = ctx.row(problem, best, Status::Ok);
-            row.median_us = Some(predicted_us);
-            row.min_us = Some(predicted_us);
-            rows.push(row);
-        }
-        bar.inc(1);
-    }
-    ctx.db.record_all(&rows)?;
-    for problem in &todo {
-        db.mark_problem_done(
-            &profile.name,
-            problem,
-            template_checksum(),
+        let rows: Vec<Measurement> = candidates(problem, profile, Strategy::Exhaustive)
+            .first()
+            .map(|best| {
+                let predicted_us = model::predict(best, problem, profile).time_s * 1e6;
+                let mut row = ctx.row(problem, best, Status::Ok);
+                row.median_us = Some(predicted_us);
+                row.min_us = Some(predicted_us);
+                row
+            })
+            .into_iter()
+            .collect();
+        // One transaction per problem: a run killed at any point keeps every problem it
+        // finished, and no reader ever sees a problem marked done without its entry.
+        ctx.db.record_and_mark_done(
+            &rows,
+            (&ctx.gpu_name, problem),
+            ctx.checksum,
             Strategy::Model.as_str(),
             Source::Model,
         )?;
+        bar.inc(1);
     }
     bar.finish_and_clear();
     Ok(TuneSummary {
@@ -151,9 +153,18 @@ pub fn tune_with_model(
     })
 }
 
+/// After this many GPU contexts lost in a row, with no candidate timed in between, the
+/// device is presumed broken and the run stops (resumable) instead of recovering again.
+pub const MAX_CONSECUTIVE_CONTEXT_LOSSES: usize = 8;
+
 /// Tune every problem on the GPU, resuming where an earlier run stopped.
+///
+/// Takes the GPU by value: when a candidate kills the context (a fault is sticky: the
+/// context cannot run anything after it), the candidate is recorded as `launch_failed`,
+/// every handle on the old context is dropped, the device is opened afresh and the search
+/// goes on with the next candidate. See [`MAX_CONSECUTIVE_CONTEXT_LOSSES`].
 pub fn tune_on_gpu(
-    gpu: &Gpu,
+    gpu: Gpu,
     problems: &[Problem],
     db: &Database,
     opts: &TuneOptions,
@@ -191,22 +202,69 @@ pub fn tune_on_gpu(
         ..Default::default()
     };
     let bar = progress(todo.len(), opts.quiet);
+    let mut gpu = gpu;
     let mut loaded: HashMap<KernelConfig, LoadedKernel> = HashMap::new();
+    let mut losses_in_a_row = 0;
     for group in group_by_weight(&plans) {
-        let mut weight = DeviceWeight::random(gpu, group[0].0, opts.seed)?;
+        let weight_of = group[0].0;
+        let mut weight = DeviceWeight::random(&gpu, weight_of, opts.seed)?;
         for (problem, configs) in group {
-            tune_problem(
-                gpu,
-                &ctx,
-                &mut weight,
-                problem,
-                configs,
-                &built,
-                &mut loaded,
-                opts,
-                &mut summary,
-                &bar,
-            )?;
+            loop {
+                let timed_before = summary.candidates_timed;
+                let result = tune_problem(
+                    &gpu,
+                    &ctx,
+                    &mut weight,
+                    problem,
+                    configs,
+                    &built,
+                    &mut loaded,
+                    opts,
+                    &mut summary,
+                    &bar,
+                );
+                let lost = match result {
+                    Ok(()) => break,
+                    Err(lost @ TuneError::ContextLost { .. }) => lost,
+                    Err(other) => return Err(other),
+                };
+                losses_in_a_row = if summary.candidates_timed > timed_before {
+                    1
+                } else {
+                    losses_in_a_row + 1
+                };
+                if losses_in_a_row > MAX_CONSECUTIVE_CONTEXT_LOSSES {
+                    return Err(lost);
+                }
+                if let TuneError::ContextLost {
+                    kernel,
+                    problem,
+                    detail,
+                } = &lost
+                {
+                    bar.suspend(|| {
+                        log::warn!(
+                            "{kernel} broke the GPU context on {problem} ({detail}): recorded as \
+                             launch_failed; opening the device afresh to go on"
+                        )
+                    });
+                }
+                // Every handle on the old context goes first: the driver only replaces the
+                // device's primary context once nothing holds the broken one.
+                let ordinal = gpu.ordinal();
+                loaded.clear();
+                drop(weight);
+                drop(gpu);
+                gpu = match Gpu::open(ordinal).and_then(|g| g.check_healthy().map(|()| g)) {
+                    Ok(fresh) => fresh,
+                    Err(e) => {
+                        // The failed kernel is recorded: a new run skips it.
+                        log::warn!("cannot re-open the GPU after the fault: {e}");
+                        return Err(lost);
+                    }
+                };
+                weight = DeviceWeight::random(&gpu, weight_of, opts.seed)?;
+            }
             db.mark_problem_done(
                 &ctx.gpu_name,
                 problem,
@@ -293,19 +351,21 @@ fn tune_problem(
         }
         if row.status == Status::Ok {
             let kernel = &loaded[config];
-            let outcome = bench
-                .measure(gpu, kernel, opts.plan, best_us)
-                .map_err(|e| {
-                    let mut failed = row.clone();
-                    fail(&mut failed, Status::LaunchFailed, e.to_string());
-                    let _ = ctx.db.record(&failed);
-                    TuneError::ContextLost {
+            match bench.measure(gpu, kernel, opts.plan, best_us) {
+                Ok(outcome) => apply_outcome(&mut row, outcome),
+                Err(e) => {
+                    // Recorded before giving up on the context, so that neither the recovery
+                    // nor a resumed run launches this kernel again.
+                    fail(&mut row, Status::LaunchFailed, e.to_string());
+                    summary.candidates_failed += 1;
+                    ctx.db.record(&row)?;
+                    return Err(TuneError::ContextLost {
                         kernel: config.name(),
                         problem: problem.to_string(),
                         detail: e.to_string(),
-                    }
-                })?;
-            apply_outcome(&mut row, outcome);
+                    });
+                }
+            }
         }
         if row.status == Status::Ok {
             summary.candidates_timed += 1;
