@@ -123,7 +123,8 @@ fn gpu_kernels(c: &mut Criterion) {
         return;
     }
     let gpu = Gpu::open(0).unwrap();
-    let table = Lookup::open(Path::new(DB), &gpu.profile().name).unwrap();
+    let name = &gpu.profile().name;
+    let table = Lookup::open(&Path::new("tuning-db").join(format!("{name}.sqlite")), name).unwrap();
     let runtime = Runtime::new(table, &gpu.ctx).unwrap();
     let mut group = c.benchmark_group("gpu");
     group.sample_size(10);

@@ -37,9 +37,9 @@ struct Args {
     /// Vector length L.
     #[arg(long, default_value_t = 32)]
     l: usize,
-    /// Tuning database.
-    #[arg(long, default_value = "tuning-db/h200.sqlite")]
-    db: PathBuf,
+    /// Tuning database [default: tuning-db/<gpu>.sqlite, e.g. tuning-db/h200.sqlite on an H200].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
     /// Timed runs of each kernel (the median is reported).
     #[arg(long, default_value_t = 20)]
     runs: usize,
@@ -70,7 +70,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let nm = NmPattern::parse(&args.sparsity, 32)?;
     let weight = prepare(nm, args.l)?;
     // The device's own name: a table for another GPU would describe other hardware.
-    let lookup = Lookup::open(&args.db, &gpu.profile().name)?;
+    let name = gpu.profile().name.clone();
+    let db = (args.db.clone()).unwrap_or_else(|| PathBuf::from(format!("tuning-db/{name}.sqlite")));
+    println!("tuning database {} (GPU {name})", db.display());
+    let lookup = Lookup::open(&db, &name)?;
     let runtime = Runtime::new(lookup, &gpu.ctx)?;
     let mut layer = SparseLinear::new(runtime, weight, &gpu.stream)?;
     report_choice(&layer, args.m)?;

@@ -626,17 +626,12 @@ fn gpu_or_skip() -> Option<Gpu> {
     }
 }
 
-/// The committed database on an H200, defaults elsewhere (a table for another GPU is refused).
+/// The committed database of the device (tuning-db/<gpu>.sqlite), defaults when none exists.
 fn lookup_for(gpu: &Gpu) -> Lookup {
-    if gpu.profile().name == GPU {
-        Lookup::open(Path::new("tuning-db/h200.sqlite"), GPU).unwrap()
-    } else {
-        eprintln!(
-            "NOTE: device is {}, not h200: defaults only",
-            gpu.profile().name
-        );
-        Lookup::defaults_only(gpu.profile().clone())
-    }
+    let name = &gpu.profile().name;
+    let path = PathBuf::from("tuning-db").join(format!("{name}.sqlite"));
+    eprintln!("lookup table: {} for {name}", path.display());
+    Lookup::open(&path, name).unwrap()
 }
 
 /// One forward through SparseLinear against the CPU reference; returns (rule, rel error).
