@@ -1,9 +1,9 @@
 //! Argument parsing and the subcommands.
 
 mod bench;
+mod export;
 mod kernel;
 mod lookup;
-mod export;
 mod model_eval;
 mod replay;
 mod report;
