@@ -1,23 +1,11 @@
 //! The command line's behaviour users rely on: clear one-line errors with a non-zero exit,
 //! and the report of the committed tuning database.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{nmtune, one_line_error};
 use predicates::prelude::*;
 use std::fs;
-
-fn nmtune() -> Command {
-    Command::cargo_bin("nmtune").unwrap()
-}
-
-/// stderr is one line starting with "nmtune: error:" and naming `what`.
-fn one_line_error(what: &'static str) -> impl Predicate<str> {
-    predicate::str::starts_with("nmtune: error:")
-        .and(predicate::str::contains(what))
-        .and(predicate::function(|s: &str| {
-            s.trim_end().lines().count() == 1
-        }))
-        .and(predicate::str::contains("panicked").not())
-}
 
 #[test]
 fn main_job_without_a_gpu_says_so() {

@@ -1,17 +1,15 @@
 //! `nmtune lookup`: answers from the committed database without a GPU, in table and JSON
 //! form; bad input is one line on stderr and a non-zero exit.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{nmtune, one_line_error};
 use nmtune::codegen::template_checksum;
 use nmtune::db::Database;
 use predicates::prelude::*;
 use std::path::Path;
 
 const DB: &str = "tuning-db/h200.sqlite";
-
-fn nmtune() -> Command {
-    Command::cargo_bin("nmtune").unwrap()
-}
 
 /// Whether the committed database was tuned with this build's templates (else every answer
 /// is a default, by design).
@@ -34,16 +32,6 @@ fn lookup_json(args: &[&str]) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// stderr is one line starting with "nmtune: error:" and naming `what`.
-fn one_line_error(what: &'static str) -> impl Predicate<str> {
-    predicate::str::starts_with("nmtune: error:")
-        .and(predicate::str::contains(what))
-        .and(predicate::function(|s: &str| {
-            s.trim_end().lines().count() == 1
-        }))
-        .and(predicate::str::contains("panicked").not())
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! default, through the `nmtune` command as users run it (and the library where the numbers
 //! need checking).
 
-use assert_cmd::Command;
+mod common;
+
+use common::{nmtune, one_line_error};
 use nmtune::codegen::KernelConfig;
 use nmtune::db::{Database, Measurement, Source, Status};
 use nmtune::gpu::GpuProfile;
@@ -11,20 +13,6 @@ use nmtune::tuner::search::{candidates, Strategy};
 use predicates::prelude::*;
 use std::fs;
 use std::path::{Path, PathBuf};
-
-fn nmtune() -> Command {
-    Command::cargo_bin("nmtune").unwrap()
-}
-
-/// stderr is one line starting with "nmtune: error:" and naming `what`.
-fn one_line_error(what: &'static str) -> impl Predicate<str> {
-    predicate::str::starts_with("nmtune: error:")
-        .and(predicate::str::contains(what))
-        .and(predicate::function(|s: &str| {
-            s.trim_end().lines().count() == 1
-        }))
-        .and(predicate::str::contains("panicked").not())
-}
 
 const SHAPES: &str = "defaults: { m: [256, 512], sparsity: [\"8:32\"], L: 32 }\n\
                       layers:\n  - { model: t, name: q, n: 4096, k: 4096 }\n";

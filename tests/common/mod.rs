@@ -37,6 +37,22 @@ pub fn write_shapes(path: &Path, layers: &[(usize, usize)], ms: &[usize], sparsi
     std::fs::write(path, text).unwrap();
 }
 
+/// The binary under test as an assert_cmd command.
+pub fn nmtune() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("nmtune").unwrap()
+}
+
+/// stderr is one line starting with "nmtune: error:" and naming `what`, with no panic.
+pub fn one_line_error(what: &'static str) -> impl predicates::Predicate<str> {
+    use predicates::prelude::*;
+    predicate::str::starts_with("nmtune: error:")
+        .and(predicate::str::contains(what))
+        .and(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }))
+        .and(predicate::str::contains("panicked").not())
+}
+
 /// The stderr of a failed CLI run: exit status 1 (not a signal), exactly one line starting
 /// with `nmtune: error:`, no panic. Returns the line.
 pub fn one_clear_error_line(output: &Output) -> String {
