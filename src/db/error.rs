@@ -45,6 +45,7 @@ const SQLITE_READONLY: i64 = 8;
 const SQLITE_CANTOPEN: i64 = 14;
 const SQLITE_IOERR: i64 = 10;
 const SQLITE_FULL: i64 = 13;
+const SQLITE_BUSY: i64 = 5;
 
 /// Collapse a message onto one line so every error prints as one.
 pub(crate) fn one_line(text: impl std::fmt::Display) -> String {
@@ -75,6 +76,11 @@ pub(crate) fn sqlite_code(err: &sqlx::Error) -> Option<i64> {
     };
     let extended: i64 = db_err.code()?.parse().ok()?;
     Some(extended & 0xff)
+}
+
+/// SQLite's "database is locked": another connection holds the lock this one needs.
+pub(crate) fn is_busy(err: &sqlx::Error) -> bool {
+    sqlite_code(err) == Some(SQLITE_BUSY)
 }
 
 /// Sort a sqlx error into the variant a user can act on.

@@ -21,7 +21,7 @@ pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
 
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
-use error::{from_migrate, from_sqlx, io_error};
+use error::{from_migrate, from_sqlx, io_error, is_busy};
 use identity::{identify, inspect_on_disk, wal_path, Contents, OnDisk};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
@@ -377,8 +377,22 @@ fn base_options(path: &Path) -> SqliteConnectOptions {
         .foreign_keys(true)
 }
 
+/// Open a connection. SQLite answers "database is locked" at once, without its busy handler,
+/// when this connection's setup pragmas (WAL mode) meet another process creating or switching
+/// the same file; that state lasts milliseconds, so retry it for as long as the busy timeout.
 async fn connect(path: &Path, options: SqliteConnectOptions) -> Result<SqliteConnection, DbError> {
-    options.connect().await.map_err(|err| from_sqlx(path, err))
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match options.connect().await {
+            Ok(conn) => return Ok(conn),
+            Err(err) if is_busy(&err) && started.elapsed() < BUSY_TIMEOUT => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            Err(err) => return Err(from_sqlx(path, err)),
+        }
+    }
 }
 
 /// Check the file, then create or migrate it. Nothing is written before the checks pass.
