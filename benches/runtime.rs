@@ -110,7 +110,7 @@ fn event_time(
     launch: impl FnMut(usize) -> Result<(), GpuError>,
 ) -> Duration {
     let ms: f64 = gpu
-        .time_each(2, iters as usize, launch)
+        .time_each(2, iters as usize, Duration::from_secs(60), launch)
         .unwrap()
         .iter()
         .sum();

@@ -19,7 +19,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Llama-7B up_proj: 4096 → 11008.
 const N: usize = 11008;
@@ -169,7 +169,9 @@ fn time(
     runs: usize,
     launch: impl FnMut(usize) -> Result<(), GpuError>,
 ) -> anyhow::Result<Timing> {
-    let times = gpu.time_each(3, runs.max(1), launch).context("timing")?;
+    let times = gpu
+        .time_each(3, runs.max(1), Duration::from_secs(60), launch)
+        .context("timing")?;
     Ok(Timing::from_ms(&times))
 }
 

@@ -10,12 +10,31 @@ fn main() -> std::process::ExitCode {
     match cli::run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
+            if let Some(cli::supervise::WorkerFailed(code)) = err.downcast_ref() {
+                // The worker printed its own error line.
+                return std::process::ExitCode::from(*code as u8);
+            }
             // One line: the chain of causes joined, never a backtrace.
             let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
             eprintln!("nmtune: error: {}", chain.join(": "));
+            let restartable = err
+                .downcast_ref::<nmtune::tuner::TuneError>()
+                .is_some_and(|e| e.is_restartable());
+            if restartable && cli::supervise::is_worker() {
+                exit_now(cli::supervise::RESTART_EXIT_CODE);
+            }
             std::process::ExitCode::from(1)
         }
     }
+}
+
+/// End the process without exit handlers: the CUDA libraries' handlers may wait for a kernel
+/// that never finishes. The driver reclaims the GPU context when the process is gone.
+fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit ends the process at once; nothing runs after it.
+    unsafe { libc::_exit(code) }
 }
 
 /// A file-size limit (`ulimit -f`) makes the kernel send SIGXFSZ, whose default action kills

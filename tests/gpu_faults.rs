@@ -15,12 +15,11 @@
 //!
 //! # A kernel that runs too long
 //!
-//! Not tested, and not handled: neither the CUDA driver API nor cudarc can stop a running
-//! kernel. `cuStreamSynchronize` waits forever on an endless loop; polling `cuEventQuery`
-//! against a deadline can notice the overrun, but the only ways to stop the kernel are to
-//! destroy its context (which waits for the kernel on most drivers) or to end the process.
-//! Datacenter GPUs have no display watchdog. A clean time limit therefore needs each
-//! measurement in a child process that a watchdog kills, which the tuner does not do yet.
+//! Nothing in the driver API stops a running kernel short of ending its process. The tuner
+//! waits for each verification and each batch of timed launches at most `--kernel-time-limit`
+//! seconds; a kernel still running then is recorded as `launch_failed`, the worker process
+//! exits, and the `nmtune` supervisor starts a fresh worker that resumes the run. The second
+//! test plants an endless kernel and runs the command line end to end.
 
 use nmtune::codegen::{compile_key, nvrtc, render, KernelConfig, KernelSource};
 use nmtune::db::{Database, Source, Status};
@@ -30,6 +29,9 @@ use nmtune::tuner::measure::TimingPlan;
 use nmtune::tuner::search::candidates;
 use nmtune::tuner::{self, Strategy, TuneOptions};
 use std::path::Path;
+use std::process::Command;
+
+mod common;
 
 fn gpu_or_skip() -> Option<Gpu> {
     if !device::driver_present() {
@@ -52,6 +54,8 @@ enum Fault {
     Trap,
     /// A store 4 TiB past C (CUDA_ERROR_ILLEGAL_ADDRESS).
     OutOfBounds,
+    /// Spins forever.
+    Hang,
 }
 
 /// A module with the entry points of `victim` (codegen's kernel ABI) whose main kernel faults.
@@ -59,6 +63,7 @@ fn faulting_source(victim: &KernelSource, fault: Fault) -> KernelSource {
     let body = match fault {
         Fault::Trap => "asm volatile(\"trap;\");",
         Fault::OutOfBounds => "((volatile float*)C)[1ull << 40] = alpha;",
+        Fault::Hang => "volatile int spin = 1; while (spin) { }",
     };
     let name = &victim.name;
     let source = format!(
@@ -178,4 +183,68 @@ fn a_faulting_kernel_is_recorded_and_the_next_problem_is_tuned() {
     gpu.check_healthy().unwrap();
     let again = tuner::tune_on_gpu(gpu, &[first, second], &db, &opts).unwrap();
     assert_eq!((again.problems_skipped, again.problems_tuned), (2, 0));
+}
+
+#[test]
+fn an_endless_kernel_is_recorded_and_a_fresh_process_resumes_the_run() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let profile = gpu.profile().clone();
+    drop(gpu);
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cubins");
+    let db_path = dir.path().join("hang.sqlite");
+    let shapes = dir.path().join("shapes.yaml");
+    common::write_shapes(&shapes, &[(1024, 1024)], &[256], &["8:32", "16:32"]);
+    let nm = |n, m| NmPattern::new(n, m).unwrap();
+    let first = Problem::new(256, 1024, 1024, nm(8, 32), 32).unwrap();
+    let victim = compile_key(&candidates(&first, &profile, Strategy::Model)[0]);
+    plant(&victim, Fault::Hang, &profile.arch(), &cache);
+    eprintln!("gpu_faults: planted a Hang kernel as {}", victim.name());
+
+    let started = std::time::Instant::now();
+    let out = Command::new(common::nmtune_bin())
+        .args([
+            "--gpu",
+            "auto",
+            "--strategy",
+            "model",
+            "--kernel-time-limit",
+            "2",
+        ])
+        .arg("--shapes")
+        .arg(&shapes)
+        .arg("--db")
+        .arg(&db_path)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "gpu_faults: nmtune took {:.1} s:\n{stderr}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("time limit") && stderr.contains("fresh process"));
+
+    let db = Database::open_read_only(&db_path).unwrap();
+    let rows = db.measurements(Some(&profile.name)).unwrap();
+    let hung: Vec<_> = rows
+        .iter()
+        .filter(|r| compile_key(&r.config) == victim)
+        .collect();
+    assert!(!hung.is_empty(), "the endless kernel was not recorded");
+    for row in &hung {
+        assert_eq!(row.status, Status::LaunchFailed);
+        assert!(row.error.as_deref().unwrap_or("").contains("time limit"));
+    }
+    for problem in shapes_problems(&shapes) {
+        let best = db.best_for(&profile.name, &problem).unwrap();
+        let best = best.unwrap_or_else(|| panic!("{problem}: no best entry"));
+        assert!(best.verified && compile_key(&best.config) != victim);
+    }
+}
+
+fn shapes_problems(path: &Path) -> Vec<Problem> {
+    nmtune::shapes::load(path).unwrap().problems()
 }

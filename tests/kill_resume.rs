@@ -1,4 +1,5 @@
-//! Kill and resume: `nmtune --backend model` is SIGKILLed at random moments (seeded) and
+//! Kill and resume: `nmtune --backend model` is SIGKILLed at random points (seeded: a random
+//! moment for the first kill, a random count of stored problems for the others) and
 //! started again each time; the database it ends with must equal an uninterrupted run's,
 //! row for row, and be whole after every kill.
 //!
@@ -14,24 +15,51 @@ use common::{
     best_rows, check_model_database_consistent, integrity_check, measurement_rows, model_run,
     problem_runs, write_shapes,
 };
-use nmtune::db::Database;
+use nmtune::codegen::template_checksum;
+use nmtune::db::{Database, Source};
+use nmtune::problem::Problem;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Kills per test.
 const KILLS: usize = 5;
 
-/// 4 layers × 6 values of m × 2 sparsities = 48 problems.
+/// 4 layers × 8 values of m × 4 sparsities = 128 problems.
 fn shapes(path: &Path) {
     write_shapes(
         path,
         &[(2048, 2048), (4096, 2048), (2048, 4096), (1024, 1024)],
-        &[1, 16, 64, 256, 1024, 4096],
-        &["8:32", "16:32"],
+        &[1, 16, 64, 256, 512, 1024, 2048, 4096],
+        &["4:32", "8:32", "12:32", "16:32"],
     );
+}
+
+/// Wait until `target` problems are stored in `db` or the child has exited.
+fn wait_for_progress(child: &mut Child, db: &Path, problems: &[Problem], target: usize) {
+    let mut reader: Option<Database> = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        if reader.is_none() {
+            reader = Database::open_read_only(db).ok();
+        }
+        if let Some(reader) = &reader {
+            let done = problems
+                .iter()
+                .filter(|p| {
+                    reader
+                        .is_problem_done("h100", p, template_checksum(), Source::Model)
+                        .unwrap_or(false)
+                })
+                .count();
+            if done >= target {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
 }
 
 fn run_to_completion(shapes: &Path, db: &Path) -> Duration {
@@ -50,7 +78,8 @@ fn killed_runs_resume_to_the_same_database() {
     let dir = tempfile::tempdir().unwrap();
     let shapes_file = dir.path().join("shapes.yaml");
     shapes(&shapes_file);
-    let problems = nmtune::shapes::load(&shapes_file).unwrap().len();
+    let all_problems = nmtune::shapes::load(&shapes_file).unwrap().problems();
+    let problems = all_problems.len();
 
     let reference = dir.path().join("reference.sqlite");
     let full_run = run_to_completion(&shapes_file, &reference);
@@ -66,23 +95,25 @@ fn killed_runs_resume_to_the_same_database() {
     );
     let mut rng = SmallRng::seed_from_u64(seed);
     let interrupted = dir.path().join("interrupted.sqlite");
-    let (mut killed_mid_run, mut done_before) = (0, 0);
+    let (mut killed_mid_run, mut killed_while_storing, mut done_before) = (0, 0, 0);
     for kill in 0..KILLS {
-        // The first kill lands early (while the file and its schema are being created); each
-        // later one somewhere in the first 10..60 % of what is left of the run.
-        let left = (problems - done_before) as f64 / problems as f64;
-        let fraction = if kill == 0 {
-            rng.gen_range(0.0..0.04)
-        } else {
-            left * rng.gen_range(0.1..0.6)
-        };
-        let delay = full_run.mul_f64(fraction);
         let mut child = model_run(&shapes_file, &interrupted)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(delay);
+        // The first kill lands at a random moment early on (while the file and its schema are
+        // being created); each later one once a random number of further problems is stored,
+        // so that it interrupts the writing itself.
+        let moment = if kill == 0 {
+            let delay = full_run.mul_f64(rng.gen_range(0.0..0.04));
+            std::thread::sleep(delay);
+            format!("after {:>4} ms", delay.as_millis())
+        } else {
+            let target = done_before + rng.gen_range(1..=(problems - done_before).div_ceil(2));
+            wait_for_progress(&mut child, &interrupted, &all_problems, target);
+            format!("at {target:>3} stored")
+        };
         let still_running = child.try_wait().unwrap().is_none();
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
@@ -100,14 +131,14 @@ fn killed_runs_resume_to_the_same_database() {
         } else {
             0
         };
+        killed_while_storing += (still_running && done > 0 && done < problems) as usize;
         assert!(
             done >= done_before,
             "kill {kill}: finished problems went from {done_before} to {done}"
         );
         eprintln!(
-            "kill_resume: kill {} after {:>4} ms: {}, {done}/{problems} problems stored",
+            "kill_resume: kill {} {moment}: {}, {done}/{problems} problems stored",
             kill + 1,
-            delay.as_millis(),
             if still_running {
                 "killed mid-run"
             } else {
@@ -137,7 +168,8 @@ fn killed_runs_resume_to_the_same_database() {
         "finished-problem marks differ"
     );
     eprintln!(
-        "kill_resume: {killed_mid_run}/{KILLS} kills landed mid-run and were survived; \
+        "kill_resume: {killed_mid_run}/{KILLS} kills landed mid-run ({killed_while_storing} \
+         while problems were being stored) and were survived; \
          {} measurement rows, {} best entries and {} done marks equal the uninterrupted run's",
         got_rows.len(),
         best_rows(&got).len(),
@@ -146,5 +178,9 @@ fn killed_runs_resume_to_the_same_database() {
     assert!(
         killed_mid_run >= 3,
         "only {killed_mid_run} of {KILLS} kills interrupted a run: the kill points are too late"
+    );
+    assert!(
+        killed_while_storing >= 2,
+        "only {killed_while_storing} kills landed while problems were being stored"
     );
 }

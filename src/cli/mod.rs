@@ -8,6 +8,7 @@ mod model_eval;
 mod replay;
 mod report;
 mod report_plot;
+pub mod supervise;
 mod tune;
 
 use clap::{Parser, Subcommand};

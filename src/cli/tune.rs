@@ -1,5 +1,6 @@
 //! The main job: tune every shape of a shapes file and write the tuning database.
 
+use super::supervise;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use nmtune::db::Database;
@@ -50,6 +51,10 @@ pub struct TuneArgs {
     /// NVRTC output cache [default: the user cache directory].
     #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
+    /// Seconds one verification or one batch of timed launches may take; a kernel still
+    /// running then is recorded as failed and the run resumes in a fresh process.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_time_limit)]
+    kernel_time_limit: f64,
     /// No progress bar, no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -71,6 +76,10 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     }
     let shapes = nmtune::shapes::load(shapes_path)?;
     let problems: Vec<Problem> = shapes.entries.iter().map(|e| e.problem).collect();
+    let on_gpu = matches!(args.backend, None | Some(Backend::Gpu));
+    if on_gpu && !supervise::is_worker() && device::driver_present() {
+        return supervise::run_workers();
+    }
     let summary = match args.backend {
         Some(Backend::Model) => tune_model(args, &gpu_name, &problems, true)?,
         Some(Backend::Gpu) => tune_gpu(args, &gpu_name, &problems)?,
@@ -166,6 +175,7 @@ fn tune_on(
         strategy: args.strategy,
         plan: TimingPlan {
             runs: args.runs as usize,
+            time_limit: std::time::Duration::from_secs_f64(args.kernel_time_limit),
             ..TimingPlan::default()
         },
         quiet: args.quiet,
@@ -218,4 +228,13 @@ pub fn cache_dir_or_default(given: Option<PathBuf>) -> PathBuf {
     given
         .or_else(|| dirs::cache_dir().map(|d| d.join("nmtune")))
         .unwrap_or_else(|| PathBuf::from(".nmtune-cache"))
+}
+
+fn parse_time_limit(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.01..=3600.0).contains(&s) => Ok(s),
+        _ => Err(format!(
+            "'{text}' is not a time limit between 0.01 and 3600 seconds"
+        )),
+    }
 }

@@ -15,6 +15,7 @@ use cudarc::nvrtc::Ptx;
 use std::mem::ManuallyDrop;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Errors of the GPU layer.
@@ -32,6 +33,8 @@ pub enum GpuError {
     Driver { what: String, detail: String },
     #[error("cuBLAS error while {what}: {detail}")]
     Cublas { what: String, detail: String },
+    #[error("the kernel was still running after the time limit of {limit_s} s")]
+    TimedOut { limit_s: f64 },
     #[error(transparent)]
     Codegen(#[from] crate::codegen::CodegenError),
 }
@@ -178,6 +181,51 @@ impl Gpu {
             .map_err(driver_err("synchronizing (a kernel may have faulted)"))
     }
 
+    /// Wait for the stream like [`Gpu::synchronize`], but give up after `limit`. Nothing can
+    /// stop a running kernel short of tearing down its context, so after `TimedOut` the
+    /// context is unusable and the process should end (see `tuner::TuneError::is_restartable`).
+    pub fn synchronize_within(&self, limit: Duration) -> Result<(), GpuError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_micros(20);
+        loop {
+            // SAFETY: queries this GPU's own live stream.
+            let status = unsafe { cudarc::driver::sys::cuStreamQuery(self.stream.cu_stream()) };
+            match status {
+                cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                other => {
+                    return other
+                        .result()
+                        .map_err(driver_err("synchronizing (a kernel may have faulted)"))
+                }
+            }
+            if started.elapsed() >= limit {
+                return Err(GpuError::TimedOut {
+                    limit_s: limit.as_secs_f64(),
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(5));
+        }
+    }
+
+    /// Drop this handle, reset the device's primary context and open the device afresh: the
+    /// way back after a kernel fault, which leaves the context unable to run anything. The
+    /// reset is explicit because cuBLAS's runtime holds its own reference on the primary
+    /// context, so releasing ours alone never replaces it. Every buffer, module and stream of
+    /// the old handle must be dropped before.
+    pub fn reopen_after_fault(self) -> Result<Gpu, GpuError> {
+        let ordinal = self.ordinal();
+        let device = self.ctx.cu_device();
+        drop(self);
+        // SAFETY: no handle of this process uses the old context any more (see above).
+        unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(device) }
+            .result()
+            .map_err(driver_err("resetting the device after a fault"))?;
+        let fresh = Gpu::open(ordinal)?;
+        fresh.check_healthy()?;
+        Ok(fresh)
+    }
+
     /// Err when the context holds a sticky error (a kernel faulted): it cannot run more work.
     pub fn check_healthy(&self) -> Result<(), GpuError> {
         self.ctx
@@ -306,10 +354,12 @@ impl Gpu {
 
     /// Time `runs` back-to-back calls of `launch` with CUDA events (timing enabled), after
     /// `warmup` untimed calls. Returns each call's milliseconds.
+    /// Gives up with `TimedOut` when the launches are not done after `limit`.
     pub fn time_each(
         &self,
         warmup: usize,
         runs: usize,
+        limit: Duration,
         mut launch: impl FnMut(usize) -> Result<(), GpuError>,
     ) -> Result<Vec<f64>, GpuError> {
         for i in 0..warmup {
@@ -321,7 +371,7 @@ impl Gpu {
             launch(warmup + i)?;
             events.push(self.timing_event()?);
         }
-        self.synchronize()?;
+        self.synchronize_within(limit)?;
         events
             .windows(2)
             .map(|pair| {

@@ -5,6 +5,7 @@ use super::kernels::{LaunchBuffers, LoadedKernel};
 use super::workload::{Activations, DeviceWeight, WorkloadError};
 use crate::gpu::{Gpu, GpuError};
 use crate::problem::Problem;
+use std::time::Duration;
 
 /// A candidate's output must be this close to cuBLAS's on the same inputs, in relative L2
 /// norm. Both sum w = k·N/M FP32 products in different orders, which lands near
@@ -20,6 +21,9 @@ pub struct TimingPlan {
     /// `abandon_factor` × the best so far.
     pub probe_runs: usize,
     pub abandon_factor: f64,
+    /// The longest one verification or one batch of timed launches may run: a candidate
+    /// still running after it is recorded as failed, and its process must end.
+    pub time_limit: Duration,
 }
 
 impl Default for TimingPlan {
@@ -29,6 +33,7 @@ impl Default for TimingPlan {
             runs: 10,
             probe_runs: 3,
             abandon_factor: 1.5,
+            time_limit: Duration::from_secs(10),
         }
     }
 }
@@ -109,7 +114,7 @@ impl<'w> Bench<'w> {
         let sets = self.acts.sets();
         let (a_sets, c_sets, dense) =
             (&self.acts.a_sets, &mut self.acts.c_sets, &self.weight.dense);
-        let times = gpu.time_each(plan.warmup, plan.runs, |i| {
+        let times = gpu.time_each(plan.warmup, plan.runs, plan.time_limit, |i| {
             gpu.sgemm_row_major(&a_sets[i % sets], dense, &mut c_sets[i % sets], shape)
         })?;
         Ok(Timing::from_ms(&times))
@@ -123,8 +128,9 @@ impl<'w> Bench<'w> {
         plan: TimingPlan,
         best_us: Option<f64>,
     ) -> Result<Outcome, GpuError> {
-        let rel_error = match self.verify(gpu, kernel) {
+        let rel_error = match self.verify(gpu, kernel, plan.time_limit) {
             Ok(err) => err,
+            Err(e @ GpuError::TimedOut { .. }) => return Err(e),
             Err(e) => {
                 // A launch that fails cleanly leaves the context usable; a fault does not.
                 gpu.check_healthy()?;
@@ -134,7 +140,7 @@ impl<'w> Bench<'w> {
         if rel_error.is_nan() || rel_error > MAX_RELATIVE_ERROR {
             return Ok(Outcome::Wrong { rel_error });
         }
-        let probe = self.time(gpu, kernel, plan.warmup, plan.probe_runs)?;
+        let probe = self.time(gpu, kernel, plan.warmup, plan.probe_runs, plan.time_limit)?;
         if let Some(best) = best_us {
             if probe.min_us > plan.abandon_factor * best {
                 return Ok(Outcome::Abandoned {
@@ -143,15 +149,20 @@ impl<'w> Bench<'w> {
                 });
             }
         }
-        let timing = self.time(gpu, kernel, 0, plan.runs)?;
+        let timing = self.time(gpu, kernel, 0, plan.runs, plan.time_limit)?;
         Ok(Outcome::Timed { timing, rel_error })
     }
 
     /// Relative error of one launch (alpha = 1, beta = 0, C poisoned first) against cuBLAS.
-    pub fn verify(&mut self, gpu: &Gpu, kernel: &LoadedKernel) -> Result<f64, GpuError> {
+    pub fn verify(
+        &mut self,
+        gpu: &Gpu,
+        kernel: &LoadedKernel,
+        time_limit: Duration,
+    ) -> Result<f64, GpuError> {
         gpu.poison(&mut self.acts.c_sets[0])?;
         self.launch(gpu, kernel, 0)?;
-        gpu.synchronize()?;
+        gpu.synchronize_within(time_limit)?;
         let count = self.problem.m * self.problem.n;
         gpu.relative_error(&self.acts.c_sets[0], &self.acts.reference, count)
     }
@@ -162,9 +173,10 @@ impl<'w> Bench<'w> {
         kernel: &LoadedKernel,
         warmup: usize,
         runs: usize,
+        limit: Duration,
     ) -> Result<Timing, GpuError> {
         let sets = self.acts.sets();
-        let times = gpu.time_each(warmup, runs, |i| self.launch(gpu, kernel, i % sets))?;
+        let times = gpu.time_each(warmup, runs, limit, |i| self.launch(gpu, kernel, i % sets))?;
         Ok(Timing::from_ms(&times))
     }
 

@@ -43,4 +43,23 @@ pub enum TuneError {
         problem: String,
         detail: String,
     },
+    #[error("{kernel} was still running on {problem} after the time limit of {limit_s} s: recorded as launch_failed; this process cannot stop it, so a fresh one must resume the run")]
+    KernelTimedOut {
+        kernel: String,
+        problem: String,
+        limit_s: f64,
+    },
+    #[error("the GPU context was lost {count} times in a row with nothing measured in between; the device looks broken (last: {last})")]
+    TooManyFaults { count: usize, last: String },
+}
+
+impl TuneError {
+    /// Whether a fresh process can resume the run: the failing kernel is recorded (so it is
+    /// not launched again) and only this process's GPU context is beyond repair.
+    pub fn is_restartable(&self) -> bool {
+        matches!(
+            self,
+            TuneError::ContextLost { .. } | TuneError::KernelTimedOut { .. }
+        )
+    }
 }

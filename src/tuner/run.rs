@@ -9,7 +9,7 @@ use super::workload::DeviceWeight;
 use super::{model, TuneError};
 use crate::codegen::{compile_key, render::template_checksum, search_space, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
-use crate::gpu::{Gpu, GpuProfile};
+use crate::gpu::{Gpu, GpuError, GpuProfile};
 use crate::problem::{NmPattern, Problem};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -250,6 +250,14 @@ pub fn tune_on_gpu(
                 let lost = match result {
                     Ok(()) => break,
                     Err(lost @ TuneError::ContextLost { .. }) => lost,
+                    Err(hung @ TuneError::KernelTimedOut { .. }) => {
+                        // The kernel still runs: freeing anything on its context may wait for
+                        // it forever. Leave it all to the end of the process.
+                        std::mem::forget(loaded);
+                        std::mem::forget(weight);
+                        std::mem::forget(gpu);
+                        return Err(hung);
+                    }
                     Err(other) => return Err(other),
                 };
                 losses_in_a_row = if summary.candidates_timed > timed_before {
@@ -258,7 +266,10 @@ pub fn tune_on_gpu(
                     losses_in_a_row + 1
                 };
                 if losses_in_a_row > MAX_CONSECUTIVE_CONTEXT_LOSSES {
-                    return Err(lost);
+                    return Err(TuneError::TooManyFaults {
+                        count: losses_in_a_row,
+                        last: lost.to_string(),
+                    });
                 }
                 if let TuneError::ContextLost {
                     kernel,
@@ -273,13 +284,10 @@ pub fn tune_on_gpu(
                         )
                     });
                 }
-                // Every handle on the old context goes first: the driver only replaces the
-                // device's primary context once nothing holds the broken one.
-                let ordinal = gpu.ordinal();
+                // Every handle on the old context goes first, then the context is reset.
                 loaded.clear();
                 drop(weight);
-                drop(gpu);
-                gpu = match Gpu::open(ordinal).and_then(|g| g.check_healthy().map(|()| g)) {
+                gpu = match gpu.reopen_after_fault() {
                     Ok(fresh) => fresh,
                     Err(e) => {
                         // The failed kernel is recorded: a new run skips it.
@@ -383,6 +391,15 @@ fn tune_problem(
                     fail(&mut row, Status::LaunchFailed, e.to_string());
                     summary.candidates_failed += 1;
                     ctx.db.record(&row)?;
+                    if let GpuError::TimedOut { limit_s } = e {
+                        // Its buffers stay allocated until the process ends (see the caller).
+                        std::mem::forget(bench);
+                        return Err(TuneError::KernelTimedOut {
+                            kernel: config.name(),
+                            problem: problem.to_string(),
+                            limit_s,
+                        });
+                    }
                     return Err(TuneError::ContextLost {
                         kernel: config.name(),
                         problem: problem.to_string(),
