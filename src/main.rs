@@ -16,13 +16,15 @@ fn main() -> std::process::ExitCode {
             }
             // One line: the chain of causes joined, never a backtrace.
             let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
-            eprintln!("nmtune: error: {}", chain.join(": "));
             let restartable = err
                 .downcast_ref::<nmtune::tuner::TuneError>()
                 .is_some_and(|e| e.is_restartable());
             if restartable && cli::supervise::is_worker() {
+                // Not the end of the run: the supervisor resumes it.
+                eprintln!("nmtune: {}", chain.join(": "));
                 exit_now(cli::supervise::RESTART_EXIT_CODE);
             }
+            eprintln!("nmtune: error: {}", chain.join(": "));
             std::process::ExitCode::from(1)
         }
     }

@@ -208,24 +208,6 @@ impl Gpu {
         }
     }
 
-    /// Drop this handle, reset the device's primary context and open the device afresh: the
-    /// way back after a kernel fault, which leaves the context unable to run anything. The
-    /// reset is explicit because cuBLAS's runtime holds its own reference on the primary
-    /// context, so releasing ours alone never replaces it. Every buffer, module and stream of
-    /// the old handle must be dropped before.
-    pub fn reopen_after_fault(self) -> Result<Gpu, GpuError> {
-        let ordinal = self.ordinal();
-        let device = self.ctx.cu_device();
-        drop(self);
-        // SAFETY: no handle of this process uses the old context any more (see above).
-        unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(device) }
-            .result()
-            .map_err(driver_err("resetting the device after a fault"))?;
-        let fresh = Gpu::open(ordinal)?;
-        fresh.check_healthy()?;
-        Ok(fresh)
-    }
-
     /// Err when the context holds a sticky error (a kernel faulted): it cannot run more work.
     pub fn check_healthy(&self) -> Result<(), GpuError> {
         self.ctx

@@ -37,7 +37,7 @@ pub enum TuneError {
         found: String,
         full_name: String,
     },
-    #[error("the GPU context was lost while measuring {kernel} on {problem}: {detail}. Everything measured so far is stored; run the same command again to resume")]
+    #[error("{kernel} broke the GPU context on {problem} ({detail}): recorded as launch_failed; everything measured so far is stored, and a fresh process resumes the run")]
     ContextLost {
         kernel: String,
         problem: String,
@@ -49,8 +49,6 @@ pub enum TuneError {
         problem: String,
         limit_s: f64,
     },
-    #[error("the GPU context was lost {count} times in a row with nothing measured in between; the device looks broken (last: {last})")]
-    TooManyFaults { count: usize, last: String },
 }
 
 impl TuneError {

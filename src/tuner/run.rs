@@ -152,10 +152,6 @@ pub fn tune_with_model(
     })
 }
 
-/// After this many GPU contexts lost in a row, with no candidate timed in between, the
-/// device is presumed broken and the run stops (resumable) instead of recovering again.
-pub const MAX_CONSECUTIVE_CONTEXT_LOSSES: usize = 8;
-
 /// The search space of every (N:M, L) among `problems`, enumerated once each.
 fn search_spaces(
     problems: &[Problem],
@@ -184,9 +180,10 @@ fn model_row(
 /// Tune every problem on the GPU, resuming where an earlier run stopped.
 ///
 /// Takes the GPU by value: when a candidate kills the context (a fault is sticky: the
-/// context cannot run anything after it), the candidate is recorded as `launch_failed`,
-/// every handle on the old context is dropped, the device is opened afresh and the search
-/// goes on with the next candidate. See [`MAX_CONSECUTIVE_CONTEXT_LOSSES`].
+/// context cannot run anything after it) or outlives the time limit, the candidate is
+/// recorded as `launch_failed` and the run ends with an error for which
+/// [`TuneError::is_restartable`] holds; the GPU's handles are leaked, not freed. A fresh
+/// process resumes without that kernel (`nmtune` does this itself, see `cli::supervise`).
 pub fn tune_on_gpu(
     gpu: Gpu,
     problems: &[Problem],
@@ -226,76 +223,32 @@ pub fn tune_on_gpu(
         ..Default::default()
     };
     let bar = progress(todo.len(), opts.quiet);
-    let mut gpu = gpu;
     let mut loaded: HashMap<KernelConfig, LoadedKernel> = HashMap::new();
-    let mut losses_in_a_row = 0;
     for group in group_by_weight(&plans) {
-        let weight_of = group[0].0;
-        let mut weight = DeviceWeight::random(&gpu, weight_of, opts.seed)?;
+        let mut weight = DeviceWeight::random(&gpu, group[0].0, opts.seed)?;
         for (problem, configs) in group {
-            loop {
-                let timed_before = summary.candidates_timed;
-                let result = tune_problem(
-                    &gpu,
-                    &ctx,
-                    &mut weight,
-                    problem,
-                    configs,
-                    &built,
-                    &mut loaded,
-                    opts,
-                    &mut summary,
-                    &bar,
-                );
-                let lost = match result {
-                    Ok(()) => break,
-                    Err(lost @ TuneError::ContextLost { .. }) => lost,
-                    Err(hung @ TuneError::KernelTimedOut { .. }) => {
-                        // The kernel still runs: freeing anything on its context may wait for
-                        // it forever. Leave it all to the end of the process.
-                        std::mem::forget(loaded);
-                        std::mem::forget(weight);
-                        std::mem::forget(gpu);
-                        return Err(hung);
-                    }
-                    Err(other) => return Err(other),
-                };
-                losses_in_a_row = if summary.candidates_timed > timed_before {
-                    1
-                } else {
-                    losses_in_a_row + 1
-                };
-                if losses_in_a_row > MAX_CONSECUTIVE_CONTEXT_LOSSES {
-                    return Err(TuneError::TooManyFaults {
-                        count: losses_in_a_row,
-                        last: lost.to_string(),
-                    });
+            let result = tune_problem(
+                &gpu,
+                &ctx,
+                &mut weight,
+                problem,
+                configs,
+                &built,
+                &mut loaded,
+                opts,
+                &mut summary,
+                &bar,
+            );
+            if let Err(err) = result {
+                if err.is_restartable() {
+                    // The context is beyond use (a fault is sticky; resetting the primary
+                    // context was seen to leave it broken on the H100's driver 580), and a
+                    // kernel still running may make freeing anything on it wait forever:
+                    // leave it all to the end of the process.
+                    bar.finish_and_clear();
+                    std::mem::forget((loaded, weight, gpu));
                 }
-                if let TuneError::ContextLost {
-                    kernel,
-                    problem,
-                    detail,
-                } = &lost
-                {
-                    bar.suspend(|| {
-                        log::warn!(
-                            "{kernel} broke the GPU context on {problem} ({detail}): recorded as \
-                             launch_failed; opening the device afresh to go on"
-                        )
-                    });
-                }
-                // Every handle on the old context goes first, then the context is reset.
-                loaded.clear();
-                drop(weight);
-                gpu = match gpu.reopen_after_fault() {
-                    Ok(fresh) => fresh,
-                    Err(e) => {
-                        // The failed kernel is recorded: a new run skips it.
-                        log::warn!("cannot re-open the GPU after the fault: {e}");
-                        return Err(lost);
-                    }
-                };
-                weight = DeviceWeight::random(&gpu, weight_of, opts.seed)?;
+                return Err(err);
             }
             db.mark_problem_done(
                 &ctx.gpu_name,

@@ -8,9 +8,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The binary under test.
+/// The binary under test: `$NMTUNE_BIN` where set (a test binary copied to a GPU machine
+/// without cargo), else the one cargo built.
 pub fn nmtune_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_nmtune"))
+    std::env::var_os("NMTUNE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_nmtune")))
 }
 
 /// `nmtune --gpu h100 --backend model --quiet --shapes <shapes> --db <db>`, not started yet.
