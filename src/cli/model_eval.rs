@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use nmtune::db::Database;
 use nmtune::gpu::GpuProfile;
 use nmtune::tuner::evaluate::{evaluate, EvalOptions, Evaluation, GroupEval, HIT_TOLERANCE};
-use nmtune::tuner::search::MODEL_TOP;
+use nmtune::tuner::search::{Strategy, MODEL_TOP};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -19,6 +19,12 @@ pub enum Format {
     Json,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Judged {
+    Model,
+    Pruned,
+}
+
 #[derive(Debug, Args)]
 pub struct ModelEvalArgs {
     /// Tuning database whose measurements are the ground truth (ideally an exhaustive sweep).
@@ -27,6 +33,10 @@ pub struct ModelEvalArgs {
     /// Only this GPU [default: every GPU of the database].
     #[arg(long, value_name = "NAME")]
     gpu: Option<String>,
+    /// The strategy judged: model (its selection re-run on the measured set) or pruned (its
+    /// candidates among the measured ones).
+    #[arg(long, value_enum, default_value_t = Judged::Model)]
+    strategy: Judged,
     /// Configurations the model picks before their neighbours are added.
     #[arg(long, default_value_t = MODEL_TOP as u32, value_parser = clap::value_parser!(u32).range(1..))]
     top_k: u32,
@@ -53,6 +63,10 @@ pub fn run(args: &ModelEvalArgs) -> anyhow::Result<()> {
         None => db.gpus()?,
     };
     let opts = EvalOptions {
+        strategy: match args.strategy {
+            Judged::Model => Strategy::Model,
+            Judged::Pruned => Strategy::Pruned,
+        },
         top_k: args.top_k as usize,
         neighbours: !args.no_neighbours,
         tolerance: args.tolerance,
@@ -83,7 +97,9 @@ pub fn run(args: &ModelEvalArgs) -> anyhow::Result<()> {
 }
 
 fn table(e: &Evaluation, db: &std::path::Path) -> String {
-    let selection = if e.neighbours {
+    let selection = if e.strategy == Strategy::Pruned {
+        "its candidates among the measured ones".to_string()
+    } else if e.neighbours {
         format!(
             "the {} best predicted and their one-parameter neighbours",
             e.top_k
@@ -92,10 +108,11 @@ fn table(e: &Evaluation, db: &std::path::Path) -> String {
         format!("the {} best predicted", e.top_k)
     };
     let mut out = format!(
-        "model-eval of {}, GPU {}: the model strategy's selection ({selection}) run on each \
+        "model-eval of {}, GPU {}: the {} strategy's selection ({selection}) run on each \
          problem's measured configurations; hit = its fastest within {:.1} % of the measured best\n",
         db.display(),
         e.gpu,
+        e.strategy.as_str(),
         e.tolerance * 100.0
     );
     out += &format!(

@@ -1,11 +1,12 @@
 //! How well the model-guided search would have done, judged on measurements.
 //!
 //! For every problem with enough measured configurations (the ground truth: ideally an
-//! exhaustive sweep), the model strategy's selection ([`search::model_picks`]: the `top_k`
+//! exhaustive sweep, or the sample strategy's), the model strategy's selection ([`search::model_picks`]: the `top_k`
 //! best predicted and their one-parameter neighbours) is run on the measured set alone, as if
 //! only those configurations existed. A problem is a hit when the fastest of the picks is
 //! within `tolerance` of the fastest measured one. Time saved is the share of candidates, and
-//! of timed kernel time (median × runs), the picks would not have timed.
+//! of timed kernel time (median × runs), the picks would not have timed. The pruned (default)
+//! strategy is judged the same way, its picks being its candidates that were measured.
 
 use super::search;
 use crate::codegen::{search_space, validate, KernelConfig};
@@ -21,6 +22,9 @@ pub const HIT_TOLERANCE: f64 = 0.03;
 /// What to evaluate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EvalOptions {
+    /// The strategy whose selection is judged: `Model` (below) or `Pruned` (the default
+    /// strategy's candidates that were measured).
+    pub strategy: search::Strategy,
     /// Configurations the model picks before neighbours are added.
     pub top_k: usize,
     pub neighbours: bool,
@@ -33,6 +37,7 @@ pub struct EvalOptions {
 impl Default for EvalOptions {
     fn default() -> Self {
         Self {
+            strategy: search::Strategy::Model,
             top_k: search::MODEL_TOP,
             neighbours: true,
             tolerance: HIT_TOLERANCE,
@@ -93,6 +98,7 @@ pub struct GroupEval {
 #[derive(Debug, Clone, Serialize)]
 pub struct Evaluation {
     pub gpu: String,
+    pub strategy: search::Strategy,
     pub top_k: usize,
     pub neighbours: bool,
     pub tolerance: f64,
@@ -216,8 +222,16 @@ fn evaluate_problem(
     opts: &EvalOptions,
 ) -> Option<ProblemEval> {
     let (best, best_us) = fastest(samples.keys(), samples)?;
-    let ranked = search::ranked(samples.keys().copied().collect(), problem, profile);
-    let picks = search::model_picks(&ranked, opts.top_k, opts.neighbours);
+    let picks: Vec<KernelConfig> = match opts.strategy {
+        search::Strategy::Model => {
+            let ranked = search::ranked(samples.keys().copied().collect(), problem, profile);
+            search::model_picks(&ranked, opts.top_k, opts.neighbours)
+        }
+        other => search::candidates(problem, profile, other)
+            .into_iter()
+            .filter(|c| samples.contains_key(c))
+            .collect(),
+    };
     let picked = fastest(picks.iter(), samples);
     let hit = picked.is_some_and(|(_, t)| t <= best_us * (1.0 + opts.tolerance));
     Some(ProblemEval {
@@ -259,6 +273,7 @@ fn summarise(
     );
     Evaluation {
         gpu: gpu.to_string(),
+        strategy: opts.strategy,
         top_k: opts.top_k,
         neighbours: opts.neighbours,
         tolerance: opts.tolerance,

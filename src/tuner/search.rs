@@ -18,6 +18,9 @@ pub enum Strategy {
     Exhaustive,
     /// Only the model's best few and their neighbours.
     Model,
+    /// The pruned candidates plus a fixed pseudo-random sample of [`SAMPLE_SIZE`] valid
+    /// configurations: a ground-truth sweep within a GPU budget that an exhaustive one exceeds.
+    Sample,
 }
 
 impl Strategy {
@@ -26,6 +29,7 @@ impl Strategy {
             Strategy::Pruned => "pruned",
             Strategy::Exhaustive => "exhaustive",
             Strategy::Model => "model",
+            Strategy::Sample => "sample",
         }
     }
 }
@@ -37,6 +41,9 @@ pub const MODEL_TOP: usize = 3;
 /// Sparsity above which packing is tried (paper §III-A: the bound shifts near 70 %).
 const PACKING_MIN_SPARSITY: f64 = 0.70;
 
+/// Configurations the sample strategy draws besides the pruned candidates.
+pub const SAMPLE_SIZE: usize = 256;
+
 /// Configurations to time for `problem` on `gpu`, best predicted first.
 pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Vec<KernelConfig> {
     let space: Vec<KernelConfig> = enumerate::search_space(problem.nm, problem.l as u32, gpu)
@@ -45,6 +52,15 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         .collect();
     match strategy {
         Strategy::Exhaustive => ranked(space, problem, gpu),
+        Strategy::Sample => {
+            let mut picked = candidates(problem, gpu, Strategy::Pruned);
+            for cfg in sample(space, SAMPLE_SIZE) {
+                if !picked.contains(&cfg) {
+                    picked.push(cfg);
+                }
+            }
+            picked
+        }
         Strategy::Pruned => {
             let kept: Vec<_> = space
                 .into_iter()
@@ -66,6 +82,16 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         }
         Strategy::Model => model_picks(&ranked(space, problem, gpu), MODEL_TOP, true),
     }
+}
+
+/// `count` configurations of `space` chosen by the SHA-256 of their names: the same kernels
+/// for every problem of a pattern (compiled once, as N, M, L are the only compile-time shape
+/// facts), reproducible on any machine, and unrelated to any parameter's order.
+fn sample(mut space: Vec<KernelConfig>, count: usize) -> Vec<KernelConfig> {
+    use sha2::{Digest, Sha256};
+    space.sort_by_cached_key(|cfg| Sha256::digest(cfg.name().as_bytes()));
+    space.truncate(count);
+    space
 }
 
 /// What the model strategy times out of `ranked` (best predicted first): the `top` best and,
@@ -248,4 +274,31 @@ pub fn table_one_config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Op
                 && validate::validate(cfg, gpu).is_ok()
                 && validate::validate_for_problem(cfg, problem).is_ok()
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::compile_key;
+    use crate::problem::NmPattern;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn sample_keeps_the_pruned_picks_and_shares_kernels_across_problems() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        let nm = NmPattern::new(8, 32).unwrap();
+        let mut kernels = BTreeSet::new();
+        for (m, n, k) in [(256, 4096, 4096), (4096, 11008, 4096), (4096, 4096, 11008)] {
+            let problem = Problem::new(m, n, k, nm, 32).unwrap();
+            let sampled = candidates(&problem, &gpu, Strategy::Sample);
+            let pruned = candidates(&problem, &gpu, Strategy::Pruned);
+            assert!(pruned.iter().all(|c| sampled.contains(c)));
+            assert!(sampled.len() <= pruned.len() + SAMPLE_SIZE);
+            assert!(sampled.len() >= SAMPLE_SIZE);
+            assert_eq!(sampled, candidates(&problem, &gpu, Strategy::Sample));
+            kernels.extend(sampled.iter().map(|c| compile_key(c).name()));
+        }
+        // Split-K variants share a kernel, and the sample is the same for every problem.
+        assert!(kernels.len() < 2 * SAMPLE_SIZE, "{} kernels", kernels.len());
+    }
 }
