@@ -88,11 +88,13 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     };
     if !args.quiet {
         eprintln!(
-            "nmtune: {} problems: {} tuned, {} already done; {} candidates timed, {} failed; {:.1} s",
+            "nmtune: {} problems: {} tuned, {} already done; {} candidates timed, {} abandoned \
+             as slower than the best, {} failed; {:.1} s",
             summary.problems_total,
             summary.problems_tuned,
             summary.problems_skipped,
             summary.candidates_timed,
+            summary.candidates_abandoned,
             summary.candidates_failed,
             summary.elapsed_s
         );

@@ -36,6 +36,8 @@ pub struct TuneSummary {
     pub problems_skipped: usize,
     pub problems_tuned: usize,
     pub candidates_timed: usize,
+    /// Verified, then dropped after the probe runs as clearly slower than the best so far.
+    pub candidates_abandoned: usize,
     pub candidates_failed: usize,
     pub elapsed_s: f64,
 }
@@ -147,6 +149,7 @@ pub fn tune_with_model(
         problems_skipped: problems.len() - todo.len(),
         problems_tuned: todo.len(),
         candidates_timed: 0,
+        candidates_abandoned: 0,
         candidates_failed: 0,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
@@ -368,6 +371,8 @@ fn tune_problem(
                 "{problem}: best {:.1} µs, cuBLAS {cublas_us:.1} µs",
                 best_us.unwrap_or(f64::NAN)
             ));
+        } else if row.status == Status::Abandoned {
+            summary.candidates_abandoned += 1;
         } else {
             summary.candidates_failed += 1;
         }

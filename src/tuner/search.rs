@@ -73,6 +73,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             for seed in table_one_seeds(problem, gpu)
                 .into_iter()
                 .chain(wide_tile_seeds(problem, gpu))
+                .chain(sweep_seeds(problem, gpu))
             {
                 if !picked.contains(&seed) {
                     picked.push(seed);
@@ -233,6 +234,48 @@ pub fn wide_tile_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig>
         .collect()
 }
 
+/// Block shapes that won the sampled sweep of the Llama-7B problems on the H100
+/// (`tuning-db/h100-sweep.sqlite`, docs/perf-log.md) and that the model ranks too low, by
+/// density N/M: at high sparsity narrow (32–64 row) blocks 256 columns wide with few warps
+/// beat the 128×256 tiles by 10–15 % at m = 4096 and by 2× at m = 256. Written with the
+/// window size of M = 32 and split_k 1; split-K 2 and 4 join where the paper's rule allows.
+const SWEEP_SEEDS: [(f64, &str); 9] = [
+    (0.125, "ms32_ns256_ks32_mt8_nt16_w2x16_cp4"),
+    (0.125, "ms32_ns256_ks128_mt8_nt8_w4x8_cp3"),
+    (0.125, "ms32_ns256_ks32_mt8_nt16_w4x8_cp4"),
+    (0.25, "ms64_ns256_ks32_mt16_nt8_w2x16_cp3"),
+    (0.25, "ms64_ns256_ks128_mt8_nt8_w8x4_cp2"),
+    (0.25, "ms64_ns128_ks32_mt16_nt4_w4x8_cp3"),
+    (1.0, "ms64_ns128_ks32_mt8_nt8_w2x16_cp2"),
+    (1.0, "ms32_ns256_ks32_mt8_nt8_w2x16_cp4"),
+    (1.0, "ms128_ns256_ks32_mt8_nt16_w16x2_cp4"),
+];
+
+/// The [`SWEEP_SEEDS`] of the problem's density band, valid for it on `gpu`.
+pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let density = problem.nm.density();
+    let band = SWEEP_SEEDS
+        .iter()
+        .map(|(upper, _)| *upper)
+        .find(|upper| density <= *upper + 1e-9)
+        .unwrap_or(1.0);
+    let (n, m, l) = (problem.nm.n, problem.nm.m, problem.l);
+    SWEEP_SEEDS
+        .iter()
+        .filter(|(upper, _)| *upper == band)
+        .flat_map(|(_, shape)| {
+            let (head, pipe) = shape.rsplit_once('_').unwrap_or((shape, "cp3"));
+            [1, 2, 4].map(|sk| format!("nm_spmm_f32_{head}_n{n}m{m}l{l}_nopack_{pipe}_sk{sk}"))
+        })
+        .filter_map(|name| KernelConfig::parse_name(&name))
+        .filter(|cfg| {
+            validate::validate(cfg, gpu).is_ok()
+                && validate::validate_for_problem(cfg, problem).is_ok()
+                && paper_rules(cfg, problem, gpu)
+        })
+        .collect()
+}
+
 /// Small, medium or large by the paper's Table II examples (512², 1024–2048, ≥ 2048·4096).
 pub fn table_one_class(problem: &Problem) -> usize {
     let work = problem.m as f64 * problem.n as f64;
@@ -282,6 +325,19 @@ mod tests {
     use crate::codegen::compile_key;
     use crate::problem::NmPattern;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn sweep_seeds_follow_the_density_band_and_the_split_k_rule() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        let problem = |m, n: u32| Problem::new(m, 4096, 4096, NmPattern::new(n, 32).unwrap(), 32);
+        let large = sweep_seeds(&problem(4096, 4).unwrap(), &gpu);
+        assert_eq!(large.len(), 3, "{large:?}");
+        assert!(large.iter().all(|c| c.m_s == 32 && c.split_k == 1));
+        let small = sweep_seeds(&problem(256, 8).unwrap(), &gpu);
+        assert!(small.iter().any(|c| c.split_k > 1) && small.iter().all(|c| c.m_s == 64));
+        let dense = sweep_seeds(&problem(4096, 32).unwrap(), &gpu);
+        assert!(!dense.is_empty() && dense.iter().all(|c| c.nm.n == 32));
+    }
 
     #[test]
     fn sample_keeps_the_pruned_picks_and_shares_kernels_across_problems() {
