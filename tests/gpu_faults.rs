@@ -28,11 +28,11 @@
 
 use nmtune::codegen::{compile_key, nvrtc, render, KernelConfig, KernelSource};
 use nmtune::db::{Database, Source, Status};
-use nmtune::gpu::{device, Gpu};
+use nmtune::gpu::{device, Gpu, GpuProfile};
 use nmtune::problem::{NmPattern, Problem};
 use nmtune::tuner::search::candidates;
 use nmtune::tuner::Strategy;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -159,50 +159,83 @@ fn check_recorded(db: &Database, gpu: &str, victim: &KernelConfig, why: &str) {
     }
 }
 
-#[test]
-fn a_faulting_kernel_is_recorded_and_the_next_problem_is_tuned() {
-    let _gpu = GPU_IN_USE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = gpu_or_skip() else { return };
-    let profile = gpu.profile().clone();
-    drop(gpu);
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, db_path) = (dir.path().join("cubins"), dir.path().join("faults.sqlite"));
-    let shapes = dir.path().join("shapes.yaml");
-    // Two patterns, so the second problem shares no kernel with the planted ones.
-    common::write_shapes(&shapes, &[(1024, 1024)], &[256], &["8:32", "16:32"]);
-    let first = Problem::new(256, 1024, 1024, NmPattern::new(8, 32).unwrap(), 32).unwrap();
-    let mut keys: Vec<KernelConfig> = Vec::new();
-    for key in candidates(&first, &profile, Strategy::Model)
-        .iter()
-        .map(compile_key)
-    {
-        if !keys.contains(&key) {
-            keys.push(key);
+/// One test's run: the GPU's profile, a scratch folder with a shapes file of two problems
+/// (8:32 and 16:32, so the second shares no kernel with kernels planted for the first), the
+/// distinct kernels of the first problem's candidates, best predicted first.
+struct Setup {
+    profile: GpuProfile,
+    dir: tempfile::TempDir,
+    shapes: PathBuf,
+    first_kernels: Vec<KernelConfig>,
+}
+
+impl Setup {
+    fn new() -> Option<Self> {
+        let profile = gpu_or_skip()?.profile().clone();
+        let dir = tempfile::tempdir().unwrap();
+        let shapes = dir.path().join("shapes.yaml");
+        common::write_shapes(&shapes, &[(1024, 1024)], &[256], &["8:32", "16:32"]);
+        let first = Problem::new(256, 1024, 1024, NmPattern::new(8, 32).unwrap(), 32).unwrap();
+        let mut first_kernels: Vec<KernelConfig> = Vec::new();
+        for key in candidates(&first, &profile, Strategy::Model)
+            .iter()
+            .map(compile_key)
+        {
+            if !first_kernels.contains(&key) {
+                first_kernels.push(key);
+            }
         }
+        Some(Self {
+            profile,
+            dir,
+            shapes,
+            first_kernels,
+        })
     }
-    assert!(
-        keys.len() > 2,
-        "nothing left to succeed after the planted kernels"
-    );
-    let planted = [(keys[0], Fault::Trap), (keys[1], Fault::OutOfBounds)];
-    for (key, fault) in &planted {
-        plant(key, *fault, &profile.arch(), &cache);
+
+    fn plant(&self, key: &KernelConfig, fault: Fault) {
+        plant(key, fault, &self.profile.arch(), &self.cache());
         eprintln!("gpu_faults: planted a {fault:?} kernel as {}", key.name());
     }
 
-    let (ok, stderr) = tune_cli(&shapes, &db_path, &cache, &[]);
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("cubins")
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("tune.sqlite")
+    }
+
+    fn tune(&self, extra: &[&str]) -> (bool, String) {
+        tune_cli(&self.shapes, &self.db(), &self.cache(), extra)
+    }
+
+    /// Every victim recorded as failed with `why`, every problem tuned without them.
+    fn check(&self, victims: &[KernelConfig], why: &str) {
+        let db = Database::open_read_only(&self.db()).unwrap();
+        for victim in victims {
+            check_recorded(&db, &self.profile.name, victim, why);
+        }
+        check_tuned(&db, &self.profile.name, &self.shapes, victims);
+    }
+}
+
+#[test]
+fn a_faulting_kernel_is_recorded_and_the_next_problem_is_tuned() {
+    let _gpu = GPU_IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(run) = Setup::new() else { return };
+    let victims = &run.first_kernels[..2];
+    assert!(run.first_kernels.len() > 2, "nothing left to succeed");
+    run.plant(&victims[0], Fault::Trap);
+    run.plant(&victims[1], Fault::OutOfBounds);
+
+    let (ok, stderr) = run.tune(&[]);
     assert!(ok, "the run stopped after a kernel broke the context");
     assert!(stderr.contains("broke the GPU context") && stderr.contains("fresh process"));
-
-    let db = Database::open_read_only(&db_path).unwrap();
-    for (key, _) in &planted {
-        check_recorded(&db, &profile.name, key, "CUDA");
-    }
-    check_tuned(&db, &profile.name, &shapes, &[keys[0], keys[1]]);
-    drop(db);
+    run.check(victims, "CUDA");
 
     // A resumed run has nothing left to do, and the device is healthy for the next user.
-    let (ok, stderr) = tune_cli(&shapes, &db_path, &cache, &[]);
+    let (ok, stderr) = run.tune(&[]);
     assert!(ok && stderr.contains("0 tuned, 2 already done"), "{stderr}");
     Gpu::open(0).unwrap().check_healthy().unwrap();
 }
@@ -210,22 +243,12 @@ fn a_faulting_kernel_is_recorded_and_the_next_problem_is_tuned() {
 #[test]
 fn an_endless_kernel_is_recorded_and_a_fresh_process_resumes_the_run() {
     let _gpu = GPU_IN_USE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = gpu_or_skip() else { return };
-    let profile = gpu.profile().clone();
-    drop(gpu);
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, db_path) = (dir.path().join("cubins"), dir.path().join("hang.sqlite"));
-    let shapes = dir.path().join("shapes.yaml");
-    common::write_shapes(&shapes, &[(1024, 1024)], &[256], &["8:32", "16:32"]);
-    let first = Problem::new(256, 1024, 1024, NmPattern::new(8, 32).unwrap(), 32).unwrap();
-    let victim = compile_key(&candidates(&first, &profile, Strategy::Model)[0]);
-    plant(&victim, Fault::Hang, &profile.arch(), &cache);
-    eprintln!("gpu_faults: planted a Hang kernel as {}", victim.name());
+    let Some(run) = Setup::new() else { return };
+    let victim = run.first_kernels[0];
+    run.plant(&victim, Fault::Hang);
 
-    let (ok, stderr) = tune_cli(&shapes, &db_path, &cache, &["--kernel-time-limit", "2"]);
+    let (ok, stderr) = run.tune(&["--kernel-time-limit", "2"]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains("time limit") && stderr.contains("fresh process"));
-    let db = Database::open_read_only(&db_path).unwrap();
-    check_recorded(&db, &profile.name, &victim, "time limit");
-    check_tuned(&db, &profile.name, &shapes, &[victim]);
+    run.check(&[victim], "time limit");
 }
