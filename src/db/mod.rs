@@ -138,16 +138,7 @@ impl Database {
         strategy: &str,
         source: Source,
     ) -> Result<(), DbError> {
-        let completed_at = now_rfc3339();
-        let mut guard = self.lock();
-        let conn = self.connection(&mut guard)?;
-        self.run(async {
-            let mut tx = self.begin_write(conn).await?;
-            let key = (gpu, problem);
-            let run = (checksum, strategy, source);
-            store::mark_problem_done(&mut tx, &self.path, key, run, &completed_at).await?;
-            self.commit(tx).await
-        })
+        self.record_and_mark_done(&[], (gpu, problem), checksum, strategy, source)
     }
 
     /// Record the measurements of a problem and mark its search finished, in one transaction:
