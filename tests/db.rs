@@ -2,6 +2,9 @@
 //! the rule, resumed runs neither duplicate nor lose work, and files that are not nmtune
 //! databases are refused and left untouched.
 
+mod common;
+
+use common::foreign_sqlite;
 use nmtune::codegen::{KernelConfig, Pipeline, WarpLayout};
 use nmtune::db::{Database, DbError, Measurement, Source, Status, SCHEMA_VERSION};
 use nmtune::gpu::GpuProfile;
@@ -9,7 +12,6 @@ use nmtune::problem::{NmPattern, Problem};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
-use std::path::Path;
 
 const CHECKSUM: &str = "3f9a0c";
 
@@ -467,25 +469,6 @@ fn a_text_file_is_refused_and_left_alone() {
         1,
         "no -wal or -shm left behind"
     );
-}
-
-/// Create an SQLite file the way another program would, with sqlx directly.
-fn foreign_sqlite(path: &Path, statements: &[&str]) {
-    use sqlx::{ConnectOptions, Connection};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let options = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true);
-        let mut conn = options.connect().await.unwrap();
-        for sql in statements {
-            sqlx::query(sql).execute(&mut conn).await.unwrap();
-        }
-        conn.close().await.unwrap();
-    });
 }
 
 #[test]

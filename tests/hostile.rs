@@ -12,8 +12,8 @@
 mod common;
 
 use common::{
-    check_model_database_consistent, measurement_rows, model_run, nmtune_bin, one_clear_error_line,
-    snapshot, with_connection,
+    check_model_database_consistent, foreign_sqlite, measurement_rows, model_run, nmtune_bin,
+    one_clear_error_line, snapshot, with_connection,
 };
 use nmtune::codegen::nvrtc::{self, CacheOutcome};
 use nmtune::codegen::KernelSource;
@@ -77,25 +77,6 @@ fn every_command_refuses(db: &Path, what: &str) {
         eprintln!("hostile: {line}");
         assert!(data_files(dir) == before, "{line}: the directory changed");
     }
-}
-
-/// Create an SQLite file the way another program would.
-fn foreign_sqlite(path: &Path, statements: &'static [&'static str]) {
-    use sqlx::{ConnectOptions, Connection};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let options = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true);
-        let mut conn = options.connect().await.unwrap();
-        for sql in statements {
-            sqlx::query(sql).execute(&mut conn).await.unwrap();
-        }
-        conn.close().await.unwrap();
-    });
 }
 
 #[test]

@@ -242,3 +242,21 @@ pub fn check_model_database_consistent(path: &Path) -> usize {
     }
     count_rows(path, "problem_runs") as usize
 }
+
+/// Create an SQLite file the way another program would, with sqlx directly.
+pub fn foreign_sqlite(path: &Path, statements: &[&str]) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true);
+        let mut conn = options.connect().await.unwrap();
+        for sql in statements {
+            sqlx::query(sql).execute(&mut conn).await.unwrap();
+        }
+        conn.close().await.unwrap();
+    });
+}
