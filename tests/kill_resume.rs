@@ -20,6 +20,7 @@ use nmtune::db::{Database, Source};
 use nmtune::problem::Problem;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -117,11 +118,10 @@ fn killed_runs_resume_to_the_same_database() {
         let still_running = child.try_wait().unwrap().is_none();
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
-        if !still_running {
-            assert!(
-                status.success(),
-                "run {kill} failed before its kill: {status}"
-            );
+        if !still_running && !status.success() {
+            let mut stderr = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+            panic!("run {kill} failed before its kill: {status}: {stderr}");
         }
         killed_mid_run += still_running as usize;
         // Whatever the moment, the file is whole: a problem is either fully stored and

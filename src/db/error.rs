@@ -85,6 +85,7 @@ pub(crate) fn is_busy(err: &sqlx::Error) -> bool {
 
 /// Sort a sqlx error into the variant a user can act on.
 pub(crate) fn from_sqlx(path: &Path, err: sqlx::Error) -> DbError {
+    log::debug!("{}: SQLite said: {err}", path.display());
     match sqlite_code(&err) {
         Some(SQLITE_CORRUPT) | Some(SQLITE_NOTADB) => return corrupt(path, sqlite_message(&err)),
         Some(SQLITE_READONLY) => {

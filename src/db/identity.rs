@@ -102,7 +102,11 @@ fn check_not_truncated(path: &Path, header: &[u8], file_len: u64) -> Result<(), 
         }
     };
     let (change_counter, page_count, valid_for) = (be32(24), be32(28), be32(92));
-    if page_count == 0 || change_counter != valid_for || wal_has_frames(path) {
+    if page_count == 0
+        || change_counter != valid_for
+        || wal_has_frames(path)
+        || has_hot_journal(path)
+    {
         return Ok(());
     }
     let expected = page_count as u64 * page_size;
@@ -120,8 +124,19 @@ fn check_not_truncated(path: &Path, header: &[u8], file_len: u64) -> Result<(), 
 
 /// The write-ahead log beside a database: `<path>-wal`.
 pub(crate) fn wal_path(path: &Path) -> PathBuf {
+    sibling(path, "-wal")
+}
+
+/// A rollback journal left beside a database by a writer killed inside a transaction (before
+/// the switch to WAL mode, or in a rollback-journal file): SQLite rolls it back on the next
+/// open that may write, and a read-only connection cannot.
+pub(crate) fn has_hot_journal(path: &Path) -> bool {
+    std::fs::metadata(sibling(path, "-journal")).is_ok_and(|meta| meta.len() > 0)
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = OsString::from(path.as_os_str());
-    name.push("-wal");
+    name.push(suffix);
     PathBuf::from(name)
 }
 

@@ -22,7 +22,7 @@ pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
 use error::{from_migrate, from_sqlx, io_error, is_busy};
-use identity::{identify, inspect_on_disk, wal_path, Contents, OnDisk};
+use identity::{has_hot_journal, identify, inspect_on_disk, wal_path, Contents, OnDisk};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, Sqlite, SqliteConnection, Transaction};
@@ -406,9 +406,12 @@ async fn open_read_write(path: &Path) -> Result<SqliteConnection, DbError> {
     Ok(conn)
 }
 
-/// Identify an existing SQLite file through a throwaway read-only connection.
+/// Identify an existing SQLite file through a throwaway connection that writes nothing: a
+/// read-only one, or, where a killed writer left a hot journal, one that may write so that
+/// SQLite can roll the interrupted transaction back (a read-only one would be refused).
 async fn check_existing_for_writing(path: &Path) -> Result<(), DbError> {
-    let mut conn = connect(path, base_options(path).read_only(true)).await?;
+    let probe = base_options(path).read_only(!has_hot_journal(path));
+    let mut conn = connect(path, probe).await?;
     let contents = identify(&mut conn, path).await;
     let _ = conn.close().await;
     match contents? {
@@ -464,8 +467,11 @@ async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
         // SQLite reads a WAL-mode file through its -shm index, which it cannot create in a
         // read-only location. With no -wal file beside it, no write is pending and the file
         // can be read whole as immutable (https://www.sqlite.org/wal.html, "Read-Only
-        // Databases"): a tuning database installed read-only stays readable.
-        Err(DbError::ReadOnly { .. } | DbError::Io { .. }) if !wal_path(path).exists() => {
+        // Databases"): a tuning database installed read-only stays readable. Never with a hot
+        // journal beside it: the file then holds half a transaction.
+        Err(DbError::ReadOnly { .. } | DbError::Io { .. })
+            if !wal_path(path).exists() && !has_hot_journal(path) =>
+        {
             connect_readable(path, options.immutable(true)).await
         }
         other => other,
