@@ -2,7 +2,8 @@
 //! the roofline give a predicted time for any (configuration, problem, GPU). It prunes the
 //! search before anything is timed, and is the whole answer when no GPU is present.
 
-use crate::codegen::{validate::estimated_registers, KernelConfig, Pipeline};
+use crate::codegen::validate::{estimated_registers, LoadMaps};
+use crate::codegen::{KernelConfig, Pipeline};
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
 
@@ -10,8 +11,6 @@ use crate::problem::Problem;
 pub const L2_BANDWIDTH_FACTOR: f64 = 2.5;
 /// Fixed cost of one kernel launch, seconds.
 const LAUNCH_OVERHEAD_S: f64 = 3e-6;
-/// Resident warps per SM under which latency is no longer hidden.
-const WARPS_TO_HIDE_LATENCY: f64 = 8.0;
 
 /// The model's view of one configuration on one problem.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,26 +69,84 @@ pub fn blocks_per_sm(cfg: &KernelConfig, gpu: &GpuProfile) -> u32 {
         .min(gpu.max_blocks_per_sm)
 }
 
-/// Share of issue slots the inner loop spends on FMAs: per compressed row a thread issues
-/// m_t·n_t FMAs, (m_t + n_t)/4 vector shared loads per group, and an index load.
-fn issue_efficiency(cfg: &KernelConfig) -> f64 {
-    let (mt, nt, g) = (
-        cfg.m_t as f64,
-        cfg.n_t as f64,
-        cfg.groups_per_thread() as f64,
-    );
-    let fma = mt * nt;
-    fma / (fma + g * (mt / 4.0 + 1.0) + nt / 4.0 + 1.0)
+/// Issue cost per k-tile, in instructions of one thread, beside the FMAs: what the
+/// template's main loop does once per k-tile (wait, barrier, loop and pointer updates).
+const TILE_OVERHEAD_INSTRUCTIONS: f64 = 20.0;
+/// Barrier cost per k-tile for each warp of the block: a block waits for its slowest warp.
+const BARRIER_INSTRUCTIONS_PER_WARP: f64 = 4.0;
+/// Instructions per copied element (address arithmetic and the copy itself).
+const COPY_INSTRUCTIONS: f64 = 2.0;
+/// Extra instructions per A element of a packing kernel: its copies take the checked path
+/// (each element's column comes from col_info: a compare, a select and an address multiply-add,
+/// the triple ptxas showed per element before interior tiles got their unpredicated path).
+const PACKED_COPY_EXTRA_INSTRUCTIONS: f64 = 3.0;
+/// Issue slots a scheduler fills at best: ncu measured 0.74 warps issued per scheduler per
+/// cycle on the H100's best 16:32 kernel (docs/results/h100-ncu-v3.txt).
+const PEAK_ISSUE_RATE: f64 = 0.75;
+/// Warps per scheduler at which the schedulers issue every cycle; below it, issue falls off
+/// as the square root of the ratio (latency no longer hidden).
+const WARPS_PER_SCHEDULER_TO_HIDE_LATENCY: f64 = 2.0;
+
+/// Instructions one thread issues per k-tile. Per compressed row: m_t·n_t FMAs, an index
+/// load and m_t/4 vector A loads per column group, n_t/4 vector B' loads. Per tile: its share
+/// of the A, B' and D copies (the register-staged pipelines also store what they loaded, the
+/// single buffer without overlap), col_info lookups when packing, the barrier and the loop.
+pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
+    let (mt, nt, ws) = (cfg.m_t as f64, cfg.n_t as f64, cfg.w_s() as f64);
+    let groups = cfg.groups_per_thread() as f64;
+    let threads = cfg.threads().max(1) as f64;
+    let fma = mt * nt * ws;
+    let fragments = ws * (groups * (1.0 + mt / 4.0) + nt / 4.0);
+    let maps = LoadMaps::of(cfg);
+    let copy_a = cfg.m_s as f64 * a_columns_loaded(cfg) / threads;
+    let copy_b = maps.b_vecs() as f64;
+    let copies = COPY_INSTRUCTIONS * (copy_a + copy_b + maps.d_iters as f64);
+    let staging = match cfg.pipeline {
+        Pipeline::Single => 1.0,
+        Pipeline::RegisterDouble => 0.5,
+        Pipeline::CpAsync { .. } => 0.0,
+    } * (copy_a + copy_b);
+    let packing = if cfg.packing {
+        PACKED_COPY_EXTRA_INSTRUCTIONS * copy_a
+    } else {
+        0.0
+    };
+    let warps = threads / 32.0;
+    fma + fragments
+        + copies
+        + staging
+        + packing
+        + TILE_OVERHEAD_INSTRUCTIONS
+        + BARRIER_INSTRUCTIONS_PER_WARP * warps
 }
 
-/// How much of the load latency the pipeline hides.
-fn pipeline_efficiency(pipeline: Pipeline) -> f64 {
-    match pipeline {
-        Pipeline::Single => 0.70,
-        Pipeline::RegisterDouble => 0.88,
-        Pipeline::CpAsync { stages: 2 } => 0.90,
-        Pipeline::CpAsync { .. } => 0.95,
+/// Time for one SM to run `blocks` resident blocks through `k_tiles` k-tiles each: every
+/// warp issues its instructions on one of the SM's schedulers, at a rate that falls when
+/// too few warps share a scheduler to hide latency.
+fn wave_seconds(cfg: &KernelConfig, gpu: &GpuProfile, blocks: f64, k_tiles: f64) -> f64 {
+    let schedulers = (gpu.fp32_lanes_per_sm as f64 / 32.0).max(1.0);
+    let warps = blocks * cfg.threads() as f64 / 32.0;
+    let per_scheduler = warps / schedulers;
+    let issue_rate = PEAK_ISSUE_RATE
+        * (per_scheduler / WARPS_PER_SCHEDULER_TO_HIDE_LATENCY)
+            .sqrt()
+            .min(1.0);
+    let instructions = warps * k_tiles * instructions_per_tile(cfg);
+    instructions / (schedulers * issue_rate * gpu.clock_mhz as f64 * 1e6)
+}
+
+/// Compute time over all waves: full waves with every SM's slots busy, then a last wave
+/// whose blocks spread over the SMs (fewer warps per SM: shorter, but issued less densely).
+fn compute_seconds(cfg: &KernelConfig, gpu: &GpuProfile, blocks: f64, k_tiles: f64) -> f64 {
+    let per_sm = blocks_per_sm(cfg, gpu).max(1) as f64;
+    let sms = gpu.sm_count.max(1) as f64;
+    let full_waves = (blocks / (per_sm * sms)).floor();
+    let left = blocks - full_waves * per_sm * sms;
+    let mut seconds = full_waves * wave_seconds(cfg, gpu, per_sm, k_tiles);
+    if left > 0.0 {
+        seconds += wave_seconds(cfg, gpu, (left / sms).ceil(), k_tiles);
     }
+    seconds
 }
 
 /// Predicted time of `cfg` on `problem` on `gpu`.
@@ -104,16 +161,8 @@ pub fn predict(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Predi
     let waves = (blocks / slots).ceil().max(1.0);
     let wave_efficiency = blocks / (waves * slots);
 
-    // Compute: padded tiles do full work.
-    let padded_flops =
-        2.0 * m_tiles * cfg.m_s as f64 * n_tiles * cfg.n_s as f64 * problem.w() as f64;
-    let resident_warps = (per_sm * cfg.threads() as f64 / 32.0)
-        .min(blocks / gpu.sm_count as f64 * cfg.threads() as f64 / 32.0);
-    let latency_hiding =
-        (resident_warps / WARPS_TO_HIDE_LATENCY).min(1.0) * pipeline_efficiency(cfg.pipeline);
-    let compute_rate =
-        gpu.peak_fp32_flops() * issue_efficiency(cfg) * latency_hiding.max(0.05) * wave_efficiency;
-    let compute_s = padded_flops / compute_rate;
+    let k_tiles_per_block = (k_tiles / cfg.split_k as f64).ceil();
+    let compute_s = compute_seconds(cfg, gpu, blocks, k_tiles_per_block);
 
     // Memory: every input once from DRAM; the tiles' re-reads from L2.
     let dram_bytes =
@@ -132,7 +181,7 @@ pub fn predict(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Predi
         0.0
     };
     Prediction {
-        time_s: compute_s.max(memory_s) + reduce_s + LAUNCH_OVERHEAD_S,
+        time_s: overlap(compute_s, memory_s) + reduce_s + LAUNCH_OVERHEAD_S,
         compute_s,
         memory_s,
         block_intensity: block_intensity(cfg),
@@ -140,6 +189,12 @@ pub fn predict(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Predi
         blocks_per_sm: per_sm as u32,
         wave_efficiency,
     }
+}
+
+/// Compute and memory overlap, but not perfectly near the ridge: a smooth maximum (the
+/// 4-norm) instead of max(), so that a kernel just under one bound still pays for the other.
+fn overlap(compute_s: f64, memory_s: f64) -> f64 {
+    (compute_s.powi(4) + memory_s.powi(4)).powf(0.25)
 }
 
 #[cfg(test)]
@@ -170,6 +225,35 @@ mod tests {
         let cfg = large(NmPattern::new(16, 32).unwrap(), false);
         assert!((block_intensity(&cfg) - 3.2).abs() < 1e-12);
         assert!((cmar(&cfg) - 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn instructions_per_tile_by_hand() {
+        // 128 threads (4 warps); w_s = 16. FMAs 8·8·16 = 1024; fragments 16·(1·(1 + 2) + 2)
+        // = 80; copies 2·(A 64·32/128 = 16 + B' 4 vectors + D 1) = 42; barrier 4·4 = 16;
+        // loop 20: 1182.
+        let cfg = large(NmPattern::new(16, 32).unwrap(), false);
+        assert!((instructions_per_tile(&cfg) - 1182.0).abs() < 1e-9);
+        // Packing at 4:32 copies ~13.2 of 32 columns, each at 2 + 3 instructions.
+        let nm = NmPattern::new(4, 32).unwrap();
+        let (plain, packed) = (large(nm, false), large(nm, true));
+        let saved_columns = 32.0 - expected_packed_columns(&packed);
+        let expected = instructions_per_tile(&plain) - 2.0 * 64.0 * saved_columns / 128.0
+            + 3.0 * 64.0 * expected_packed_columns(&packed) / 128.0;
+        assert!((instructions_per_tile(&packed) - expected).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_block_past_a_full_wave_costs_a_second_wave() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        let cfg = large(NmPattern::new(16, 32).unwrap(), false);
+        let slots = (blocks_per_sm(&cfg, &gpu) * gpu.sm_count) as usize;
+        // m = 64 (one block row), n_s = 128: `slots` blocks fill one wave exactly.
+        let problem = |blocks: usize| Problem::new(64, 128 * blocks, 4096, cfg.nm, 32).unwrap();
+        let full = predict(&cfg, &problem(slots), &gpu);
+        let over = predict(&cfg, &problem(slots + 1), &gpu);
+        assert!(full.wave_efficiency > 0.999 && over.wave_efficiency < 0.51);
+        assert!(over.compute_s > 1.3 * full.compute_s);
     }
 
     #[test]
