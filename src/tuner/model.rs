@@ -1,6 +1,7 @@
 //! The performance model (NM-SpMM §III-A): arithmetic intensity, CMAR, occupancy, waves and
-//! the roofline give a predicted time for any (configuration, problem, GPU). It prunes the
-//! search before anything is timed, and is the whole answer when no GPU is present.
+//! the roofline, with the compute side counted in issued instructions per k-tile, give a
+//! predicted time for any (configuration, problem, GPU). It prunes the search before anything
+//! is timed, and is the whole answer when no GPU is present.
 
 use crate::codegen::validate::{estimated_registers, LoadMaps};
 use crate::codegen::{KernelConfig, Pipeline};
@@ -83,8 +84,8 @@ const PACKED_COPY_EXTRA_INSTRUCTIONS: f64 = 3.0;
 /// Issue slots a scheduler fills at best: ncu measured 0.74 warps issued per scheduler per
 /// cycle on the H100's best 16:32 kernel (docs/results/h100-ncu-v3.txt).
 const PEAK_ISSUE_RATE: f64 = 0.75;
-/// Warps per scheduler at which the schedulers issue every cycle; below it, issue falls off
-/// as the square root of the ratio (latency no longer hidden).
+/// Warps per scheduler at which the schedulers reach that rate; below it, issue falls off as
+/// the square root of the ratio (latency no longer hidden).
 const WARPS_PER_SCHEDULER_TO_HIDE_LATENCY: f64 = 2.0;
 
 /// Instructions one thread issues per k-tile. Per compressed row: m_t·n_t FMAs, an index
@@ -137,8 +138,13 @@ fn wave_seconds(cfg: &KernelConfig, gpu: &GpuProfile, blocks: f64, k_tiles: f64)
 
 /// Compute time over all waves: full waves with every SM's slots busy, then a last wave
 /// whose blocks spread over the SMs (fewer warps per SM: shorter, but issued less densely).
-fn compute_seconds(cfg: &KernelConfig, gpu: &GpuProfile, blocks: f64, k_tiles: f64) -> f64 {
-    let per_sm = blocks_per_sm(cfg, gpu).max(1) as f64;
+fn compute_seconds(
+    cfg: &KernelConfig,
+    gpu: &GpuProfile,
+    per_sm: f64,
+    blocks: f64,
+    k_tiles: f64,
+) -> f64 {
     let sms = gpu.sm_count.max(1) as f64;
     let full_waves = (blocks / (per_sm * sms)).floor();
     let left = blocks - full_waves * per_sm * sms;
@@ -162,7 +168,7 @@ pub fn predict(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Predi
     let wave_efficiency = blocks / (waves * slots);
 
     let k_tiles_per_block = (k_tiles / cfg.split_k as f64).ceil();
-    let compute_s = compute_seconds(cfg, gpu, blocks, k_tiles_per_block);
+    let compute_s = compute_seconds(cfg, gpu, per_sm, blocks, k_tiles_per_block);
 
     // Memory: every input once from DRAM; the tiles' re-reads from L2.
     let dram_bytes =
