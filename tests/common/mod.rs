@@ -110,23 +110,31 @@ pub fn best_rows(db: &Database) -> Vec<Measurement> {
         .collect()
 }
 
+/// The future a [`with_connection`] closure returns, borrowing the connection.
+pub type ConnectionWork<'c, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'c>>;
+
 /// Run statements on a throwaway sqlx connection (read-only unless `write`).
 pub fn with_connection<T>(
     path: &Path,
     write: bool,
-    work: impl for<'c> FnOnce(
-        &'c mut sqlx::SqliteConnection,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'c>>,
+    work: impl for<'c> FnOnce(&'c mut sqlx::SqliteConnection) -> ConnectionWork<'c, T>,
+) -> T {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(!write)
+        .busy_timeout(std::time::Duration::from_secs(10));
+    on_connection(options, work)
+}
+
+fn on_connection<T>(
+    options: sqlx::sqlite::SqliteConnectOptions,
+    work: impl for<'c> FnOnce(&'c mut sqlx::SqliteConnection) -> ConnectionWork<'c, T>,
 ) -> T {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let options = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(path)
-            .read_only(!write)
-            .busy_timeout(std::time::Duration::from_secs(10));
         let mut conn = options.connect().await.unwrap();
         let out = work(&mut conn).await;
         conn.close().await.unwrap();
@@ -245,18 +253,15 @@ pub fn check_model_database_consistent(path: &Path) -> usize {
 
 /// Create an SQLite file the way another program would, with sqlx directly.
 pub fn foreign_sqlite(path: &Path, statements: &[&str]) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let options = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true);
-        let mut conn = options.connect().await.unwrap();
-        for sql in statements {
-            sqlx::query(sql).execute(&mut conn).await.unwrap();
-        }
-        conn.close().await.unwrap();
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true);
+    let statements: Vec<String> = statements.iter().map(|sql| sql.to_string()).collect();
+    on_connection(options, |conn| {
+        Box::pin(async move {
+            for sql in &statements {
+                sqlx::query(sql).execute(&mut *conn).await.unwrap();
+            }
+        })
     });
 }
