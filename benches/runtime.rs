@@ -8,10 +8,10 @@
 //! ```
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use nmtune::codegen::{template_checksum, KernelConfig, Pipeline, WarpLayout};
+use nmtune::codegen::{template_checksum, ACopy, KernelConfig, WarpLayout};
 use nmtune::db::Database;
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{ALayout, NmPattern, Problem};
 use nmtune::runtime::{Lookup, PreparedWeight, Rule, Runtime, SparseLinear};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -76,6 +76,7 @@ fn prepare(c: &mut Criterion) {
     let (k, n) = (4096, 4096);
     let dense = random(k * n, 1);
     let packing = KernelConfig {
+        a_copy: ACopy::Row4,
         m_s: 64,
         n_s: 128,
         k_s: 64,
@@ -85,7 +86,8 @@ fn prepare(c: &mut Criterion) {
         nm: pattern(),
         l: 32,
         packing: true,
-        pipeline: Pipeline::CpAsync { stages: 2 },
+        stages: 2,
+        min_blocks: 1,
         split_k: 1,
     };
     let mut group = c.benchmark_group("prepare");
@@ -153,7 +155,7 @@ fn gpu_kernels(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new("cublas", &id), |b| {
                 b.iter_custom(|iters| {
                     event_time(&gpu, iters, |_| {
-                        gpu.sgemm_row_major(&a, &dense, &mut c_out, (m, n, k))
+                        gpu.sgemm(&a, ALayout::RowMajor, &dense, &mut c_out, (m, n, k))
                     })
                 })
             });

@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use nmtune::format;
 use nmtune::gpu::{device, Gpu, GpuError};
-use nmtune::problem::NmPattern;
+use nmtune::problem::{ALayout, NmPattern};
 use nmtune::reference;
 use nmtune::runtime::{Lookup, PreparedWeight, Runtime, SparseLinear};
 use nmtune::tuner::measure::Timing;
@@ -95,7 +95,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let dense = gpu.upload(&format::decompress(layer.weight().weight()))?;
     let mut c_blas = gpu.alloc(m * n)?;
     let cublas = time(&gpu, args.runs, |_| {
-        gpu.sgemm_row_major(&a_dev, &dense, &mut c_blas, (m, n, k))
+        gpu.sgemm(&a_dev, ALayout::RowMajor, &dense, &mut c_blas, (m, n, k))
     })?;
     let agreement = gpu.relative_error(&c_dev, &c_blas, m * n)?;
     println!("all {m} rows vs cuBLAS on the decompressed weight: relative error {agreement:.2e}");

@@ -22,6 +22,8 @@ pub enum ProblemError {
     KNotMultipleOfM { k: usize, m_window: u32 },
     #[error("n={n} is not a multiple of the vector length L={l}; pad the weight first")]
     NNotMultipleOfL { n: usize, l: usize },
+    #[error("m={m} must be a multiple of 4 for column-major A (its columns are copied 16 bytes at a time); pad A's rows")]
+    ColMajorRows { m: usize },
     #[error("vector length L={l} must be between 1 and 128")]
     LOutOfRange { l: usize },
     #[error(
@@ -113,19 +115,56 @@ impl fmt::Display for NmPattern {
     }
 }
 
-/// Layout of the dense operand A. Only row-major (PyTorch activations) exists today; the
-/// layout is part of the problem key so that a k-major variant can be added without ambiguity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+/// Layout of the dense operand A (m×k). Part of the problem key: a kernel is compiled for one
+/// layout, and the runtime never transposes A on the hot path.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+)]
 pub enum ALayout {
+    /// Row-major: element (i, j) at `i·k + j` (activations as PyTorch holds them).
     #[default]
+    #[serde(rename = "row")]
+    #[value(name = "row")]
     RowMajor,
+    /// Column-major (k-major): element (i, j) at `j·m + i`, the NM-SpMM paper's layout, in
+    /// which a kept row of k is contiguous along m and copies 16 bytes at a time.
+    #[serde(rename = "col")]
+    #[value(name = "col")]
+    ColMajor,
 }
 
 impl ALayout {
+    /// Every layout, in key order.
+    pub const ALL: [ALayout; 2] = [ALayout::RowMajor, ALayout::ColMajor];
+
+    /// The name used in shapes files, the CLI, the database and JSON: `row` or `col`.
     pub fn as_str(&self) -> &'static str {
         match self {
             ALayout::RowMajor => "row",
+            ALayout::ColMajor => "col",
         }
+    }
+
+    /// Inverse of [`ALayout::as_str`].
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.as_str() == text)
+    }
+}
+
+impl fmt::Display for ALayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -199,9 +238,20 @@ impl Problem {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
     }
 
-    /// The same weight (n, k, N:M, L) at another number of rows m.
+    /// The same problem with A in `layout`. Column-major A needs m to be a multiple of 4.
+    pub fn with_layout(self, layout: ALayout) -> Result<Self, ProblemError> {
+        if layout == ALayout::ColMajor && self.m % 4 != 0 {
+            return Err(ProblemError::ColMajorRows { m: self.m });
+        }
+        Ok(Self {
+            a_layout: layout,
+            ..self
+        })
+    }
+
+    /// The same weight (n, k, N:M, L) and A layout at another number of rows m.
     pub fn with_m(&self, m: usize) -> Result<Self, ProblemError> {
-        Self::new(m, self.n, self.k, self.nm, self.l)
+        Self::new(m, self.n, self.k, self.nm, self.l)?.with_layout(self.a_layout)
     }
 }
 
@@ -211,7 +261,11 @@ impl fmt::Display for Problem {
             f,
             "m{}_n{}_k{}_{}_l{}",
             self.m, self.n, self.k, self.nm, self.l
-        )
+        )?;
+        match self.a_layout {
+            ALayout::RowMajor => Ok(()),
+            layout => write!(f, "_a{layout}"),
+        }
     }
 }
 

@@ -3,14 +3,14 @@
 //! reference on random data.
 
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome};
-use nmtune::codegen::validate::{validate_structure, LoadMaps};
+use nmtune::codegen::validate::{validate_structure, CopyMaps};
 use nmtune::codegen::{
     compile_key, compile_set, estimated_registers, nvrtc_available, render, search_space,
-    template_checksum, validate, validate_for_problem, CodegenError, KernelConfig, Pipeline,
+    template_checksum, validate, validate_for_problem, ACopy, CodegenError, KernelConfig,
     WarpLayout,
 };
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{ALayout, NmPattern, Problem};
 use std::collections::HashSet;
 
 fn h100() -> GpuProfile {
@@ -21,19 +21,21 @@ fn nm(n: u32, m: u32) -> NmPattern {
     NmPattern::new(n, m).unwrap()
 }
 
-/// Table I "large" configuration of the paper at 75 % sparsity.
+/// Table I "large" configuration of the paper at 75 % sparsity, row-major A.
 fn base() -> KernelConfig {
     KernelConfig {
+        a_copy: ACopy::Row4,
         m_s: 64,
         n_s: 128,
         k_s: 64,
         m_t: 8,
         n_t: 8,
-        warp: WarpLayout::new(4, 8),
+        warp: WarpLayout::new(8, 4),
         nm: nm(8, 32),
         l: 32,
         packing: false,
-        pipeline: Pipeline::CpAsync { stages: 3 },
+        stages: 3,
+        min_blocks: 1,
         split_k: 1,
     }
 }
@@ -121,7 +123,36 @@ fn each_broken_rule_is_rejected_with_its_reason() {
         ),
         (
             KernelConfig { l: 12, ..b },
-            "n_t=8 and L=12 must divide one another",
+            "warp tile width 4·n_t = 32 and L=12",
+        ),
+        (
+            KernelConfig {
+                a_copy: ACopy::Row16,
+                packing: true,
+                ..b
+            },
+            "arow16 path stages whole k_s windows",
+        ),
+        (
+            KernelConfig { min_blocks: 5, ..b },
+            "min_blocks=5 must be between 1 and 4",
+        ),
+        (
+            KernelConfig {
+                min_blocks: 4,
+                m_t: 16,
+                m_s: 128,
+                ..b
+            },
+            "min_blocks=4 blocks of",
+        ),
+        (
+            KernelConfig {
+                nm: nm(32, 32),
+                k_s: 128,
+                ..b
+            },
+            "FMAs per fully unrolled tile",
         ),
         (
             KernelConfig {
@@ -133,20 +164,8 @@ fn each_broken_rule_is_rejected_with_its_reason() {
             },
             "n_s=64 and L=48",
         ),
-        (
-            KernelConfig {
-                pipeline: Pipeline::CpAsync { stages: 5 },
-                ..b
-            },
-            "2 to 4 stages",
-        ),
-        (
-            KernelConfig {
-                pipeline: Pipeline::CpAsync { stages: 1 },
-                ..b
-            },
-            "2 to 4 stages",
-        ),
+        (KernelConfig { stages: 5, ..b }, "2 to 4 stages"),
+        (KernelConfig { stages: 1, ..b }, "2 to 4 stages"),
         (KernelConfig { split_k: 3, ..b }, "split_k=3 must be one of"),
         (
             KernelConfig {
@@ -159,7 +178,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
                 n_s: 128,
                 warp: WarpLayout::new(4, 8),
                 packing: true,
-                pipeline: Pipeline::RegisterDouble,
+                stages: 2,
                 ..b
             },
             "registers per thread",
@@ -188,6 +207,22 @@ fn problem_rules_tie_a_configuration_to_its_problem() {
     assert!(reason_of(validate_for_problem(&cfg, &other_pattern)).contains("pattern 8:32"));
     let other_l = Problem::new(100, 256, 256, nm(8, 32), 64).unwrap();
     assert!(reason_of(validate_for_problem(&cfg, &other_l)).contains("L=32"));
+    let col_major = fits.with_layout(ALayout::ColMajor).unwrap();
+    assert!(reason_of(validate_for_problem(&cfg, &col_major)).contains("row-major A"));
+    let col_cfg = KernelConfig {
+        a_copy: ACopy::Col16,
+        ..cfg
+    };
+    validate_for_problem(&col_cfg, &col_major).unwrap();
+    // The 16-byte row path needs k to be a multiple of 4.
+    let row16 = KernelConfig {
+        a_copy: ACopy::Row16,
+        k_s: 12,
+        nm: nm(3, 6),
+        ..cfg
+    };
+    let odd_k = Problem::new(100, 256, 258, nm(3, 6), 32).unwrap();
+    assert!(reason_of(validate_for_problem(&row16, &odd_k)).contains("k=258"));
     // k = 192 with k_s = 64: three k-tiles, fewer than split_k = 4.
     let short_k = Problem::new(100, 256, 192, nm(8, 32), 32).unwrap();
     assert!(
@@ -198,12 +233,13 @@ fn problem_rules_tie_a_configuration_to_its_problem() {
 }
 
 #[test]
-fn estimated_registers_grow_with_the_thread_tile_and_staging() {
+fn estimated_registers_grow_with_the_thread_tile_indices_and_staging() {
     let small = KernelConfig {
         m_t: 4,
         n_t: 4,
         m_s: 32,
         n_s: 32,
+        warp: WarpLayout::new(4, 8),
         ..base()
     };
     let large = KernelConfig {
@@ -215,34 +251,55 @@ fn estimated_registers_grow_with_the_thread_tile_and_staging() {
     };
     assert!(estimated_registers(&small) < estimated_registers(&base()));
     assert!(estimated_registers(&base()) < estimated_registers(&large));
+    // One register per row index: twice the rows, w_s more registers.
+    let longer = KernelConfig { k_s: 128, ..base() };
+    assert_eq!(
+        estimated_registers(&longer) - estimated_registers(&base()),
+        base().w_s()
+    );
+    // The 16-byte row path holds its 4×4 blocks in registers.
     let staged = KernelConfig {
-        pipeline: Pipeline::RegisterDouble,
+        a_copy: ACopy::Row16,
         ..base()
     };
-    let maps = LoadMaps::of(&base());
     assert_eq!(
         estimated_registers(&staged) - estimated_registers(&base()),
-        maps.a_elems() + 4 * maps.b_vecs() + maps.d_iters
+        16 * CopyMaps::of(&staged).a_units
     );
 }
 
 #[test]
-fn load_maps_cover_the_tiles() {
-    for cfg in compile_set(nm(2, 4), 8, &h100()).iter().step_by(37) {
-        let maps = LoadMaps::of(cfg);
-        let threads = cfg.threads();
-        // Every element is covered: rounds × threads ≥ elements.
-        assert!(maps.a_elems() * threads >= cfg.m_s * cfg.k_s, "{cfg}");
-        assert!(maps.b_vecs() * threads >= cfg.w_s() * cfg.n_s / 4, "{cfg}");
-        assert!(maps.d_iters * threads >= cfg.w_s() * cfg.q_s(), "{cfg}");
+fn copy_maps_cover_the_tiles() {
+    for layout in ALayout::ALL {
+        for cfg in compile_set(nm(2, 4), 8, layout, &h100()).iter().step_by(37) {
+            let maps = CopyMaps::of(cfg);
+            let threads = cfg.threads();
+            // Every element is covered: copies × threads × elements per copy ≥ elements.
+            let a_per_unit = match cfg.a_copy {
+                ACopy::Col16 => 4,
+                ACopy::Row4 => 1,
+                ACopy::Row16 => 16,
+            };
+            assert!(
+                maps.a_units * threads * a_per_unit >= cfg.m_s * cfg.a_rows(),
+                "{cfg}"
+            );
+            assert!(maps.b_vecs * threads >= cfg.w_s() * cfg.n_s / 4, "{cfg}");
+            assert!(maps.d_elems * threads >= cfg.w_s() * cfg.q_s(), "{cfg}");
+        }
     }
 }
 
 #[test]
 fn search_space_is_valid_unique_and_named_uniquely() {
     let gpu = h100();
-    for (n, m, l) in [(8, 32, 32), (2, 4, 4), (32, 32, 32)] {
-        let space = search_space(nm(n, m), l, &gpu);
+    for (n, m, l, layout) in [
+        (8, 32, 32, ALayout::RowMajor),
+        (8, 32, 32, ALayout::ColMajor),
+        (2, 4, 4, ALayout::RowMajor),
+        (32, 32, 32, ALayout::ColMajor),
+    ] {
+        let space = search_space(nm(n, m), l, layout, &gpu);
         assert!(
             space.len() > 1000,
             "{n}:{m} L={l}: only {} configurations",
@@ -254,17 +311,24 @@ fn search_space_is_valid_unique_and_named_uniquely() {
             validate(cfg, &gpu).unwrap();
             assert_eq!(KernelConfig::parse_name(&cfg.name()), Some(*cfg));
             assert!(!(cfg.packing && n == m), "packing in a dense space");
+            assert_eq!(cfg.a_layout(), layout);
         }
-        for pipeline in [
-            Pipeline::Single,
-            Pipeline::RegisterDouble,
-            Pipeline::CpAsync { stages: 2 },
-            Pipeline::CpAsync { stages: 3 },
-            Pipeline::CpAsync { stages: 4 },
-        ] {
+        for stages in 2..=4 {
             assert!(
-                space.iter().any(|c| c.pipeline == pipeline),
-                "{pipeline:?} missing"
+                space.iter().any(|c| c.stages == stages),
+                "{stages} stages missing"
+            );
+        }
+        for a_copy in ACopy::for_layout(layout) {
+            assert!(
+                space.iter().any(|c| c.a_copy == a_copy),
+                "{a_copy:?} missing"
+            );
+        }
+        for min_blocks in 1..=3 {
+            assert!(
+                space.iter().any(|c| c.min_blocks == min_blocks),
+                "min_blocks {min_blocks} missing"
             );
         }
         for split_k in [1, 2, 4, 8] {
@@ -274,7 +338,7 @@ fn search_space_is_valid_unique_and_named_uniquely() {
             );
         }
 
-        let kernels = compile_set(nm(n, m), l, &gpu);
+        let kernels = compile_set(nm(n, m), l, layout, &gpu);
         assert!(kernels.iter().all(|c| c.split_k == 1));
         assert_eq!(
             kernels.len(),
@@ -296,7 +360,7 @@ fn rendered_source_names_its_entry_points_and_constants() {
     assert_eq!(src.name, compile_key(&cfg).name());
     assert_eq!(src.reduce_name, Some(format!("{}_reduce", src.name)));
     assert!(src.source.contains(&format!(
-        "void __launch_bounds__(nmk::THREADS)\n{}(",
+        "void __launch_bounds__(nmk::THREADS, nmk::MIN_BLOCKS)\n{}(",
         src.name
     )));
     assert!(src.source.contains(&format!("{}_reduce(", src.name)));
@@ -311,6 +375,9 @@ fn rendered_source_names_its_entry_points_and_constants() {
         "constexpr bool PACKING = true;",
         "constexpr int THREADS = 128;",
         "constexpr int A_STRIDE = 68;",
+        "constexpr int A_ROWS = 64;",
+        "constexpr int A_COPY = 1;",
+        "constexpr int MIN_BLOCKS = 1;",
     ] {
         assert!(src.source.contains(constant), "missing {constant}");
     }
@@ -349,6 +416,7 @@ fn compile_cache_serves_a_rerun_and_survives_corruption() {
         m_t: 4,
         n_t: 4,
         k_s: 32,
+        warp: WarpLayout::new(4, 8),
         ..base()
     };
     let src = render(&cfg).unwrap();
@@ -526,7 +594,8 @@ mod gpu {
             (
                 KernelConfig {
                     packing: true,
-                    pipeline: Pipeline::RegisterDouble,
+                    stages: 2,
+                    min_blocks: 1,
                     ..b
                 },
                 200,
@@ -539,7 +608,8 @@ mod gpu {
             (
                 KernelConfig {
                     packing: true,
-                    pipeline: Pipeline::Single,
+                    stages: 2,
+                    min_blocks: 1,
                     ..b
                 },
                 1,
@@ -569,7 +639,8 @@ mod gpu {
                     n_t: 8,
                     warp: WarpLayout::new(8, 4),
                     packing: true,
-                    pipeline: Pipeline::Single,
+                    stages: 2,
+                    min_blocks: 1,
                     ..b
                 },
                 45,
@@ -590,7 +661,8 @@ mod gpu {
                     n_t: 16,
                     warp: WarpLayout::new(16, 2),
                     packing: false,
-                    pipeline: Pipeline::CpAsync { stages: 2 },
+                    stages: 2,
+                    min_blocks: 1,
                     ..b
                 },
                 130,
@@ -611,7 +683,8 @@ mod gpu {
                     n_t: 4,
                     warp: WarpLayout::new(2, 16),
                     packing: true,
-                    pipeline: Pipeline::CpAsync { stages: 4 },
+                    stages: 4,
+                    min_blocks: 1,
                     ..b
                 },
                 129,
@@ -629,7 +702,8 @@ mod gpu {
                     k_s: 32,
                     m_t: 16,
                     n_t: 8,
-                    pipeline: Pipeline::CpAsync { stages: 4 },
+                    stages: 4,
+                    min_blocks: 1,
                     ..b
                 },
                 160,
@@ -649,7 +723,8 @@ mod gpu {
                     warp: WarpLayout::new(4, 8),
                     k_s: 32,
                     packing: true,
-                    pipeline: Pipeline::RegisterDouble,
+                    stages: 2,
+                    min_blocks: 1,
                     ..b
                 },
                 70,
@@ -670,7 +745,8 @@ mod gpu {
                     n_t: 4,
                     warp: WarpLayout::new(4, 8),
                     packing: true,
-                    pipeline: Pipeline::CpAsync { stages: 3 },
+                    stages: 3,
+                    min_blocks: 1,
                     ..b
                 },
                 33,

@@ -2,7 +2,7 @@
 //!
 //! The full space is about 4,000 distinct kernels per (N:M, L) pattern at 0.3–2 s each,
 //! far beyond a CI budget, so by default the test compiles a deterministic stratified
-//! sample: for every (pipeline, packing, m_t, n_t) stratum of every pattern,
+//! sample: for every (A copy path, packing, m_t, n_t) stratum of every pattern and A layout,
 //! `PRIMARY_PER_STRATUM` kernels spread evenly over the stratum for sm_90 and one for
 //! sm_80 and sm_89 in alternating strata. `NMTUNE_COMPILE_SAMPLE=full` compiles every
 //! distinct kernel for all three architectures.
@@ -12,11 +12,9 @@
 //! passes, unless `NMTUNE_REQUIRE_NVRTC` is set (CI sets it), in which case it fails.
 
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome, CompiledKernel};
-use nmtune::codegen::{
-    compile_set, nvrtc_available, nvrtc_version, render, KernelConfig, Pipeline,
-};
+use nmtune::codegen::{compile_set, nvrtc_available, nvrtc_version, render, ACopy, KernelConfig};
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::NmPattern;
+use nmtune::problem::{ALayout, NmPattern};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -149,7 +147,10 @@ fn plan_jobs(full: bool) -> Vec<Job> {
     for (n, m, l) in PATTERNS {
         let nm = NmPattern::new(n, m).expect("valid pattern");
         let pattern = format!("{nm} L={l}");
-        let kernels = compile_set(nm, l, &gpu);
+        let kernels: Vec<KernelConfig> = ALayout::ALL
+            .into_iter()
+            .flat_map(|layout| compile_set(nm, l, layout, &gpu))
+            .collect();
         assert!(!kernels.is_empty(), "no kernel for {pattern}");
         let (primary, secondary) = if full {
             (kernels.clone(), kernels)
@@ -181,14 +182,15 @@ fn plan_jobs(full: bool) -> Vec<Job> {
     jobs
 }
 
-/// Stratified deterministic sample of one pattern's kernels: strata by (pipeline, packing,
-/// m_t, n_t); within a stratum, configurations spread evenly over its sorted order (which
-/// varies m_s, n_s, k_s and the warp layout). Returns (sm_90 sample, secondary sample).
+/// Stratified deterministic sample of one pattern's kernels: strata by (A copy path,
+/// packing, m_t, n_t); within a stratum, configurations spread evenly over its sorted order
+/// (which varies m_s, n_s, k_s, the warp layout, the stages and min_blocks). Returns
+/// (sm_90 sample, secondary sample).
 fn sample(kernels: &[KernelConfig]) -> (Vec<KernelConfig>, Vec<KernelConfig>) {
-    let mut strata: BTreeMap<(Pipeline, bool, u32, u32), Vec<KernelConfig>> = BTreeMap::new();
+    let mut strata: BTreeMap<(ACopy, bool, u32, u32), Vec<KernelConfig>> = BTreeMap::new();
     for cfg in kernels {
         strata
-            .entry((cfg.pipeline, cfg.packing, cfg.m_t, cfg.n_t))
+            .entry((cfg.a_copy, cfg.packing, cfg.m_t, cfg.n_t))
             .or_default()
             .push(*cfg);
     }

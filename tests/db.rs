@@ -5,7 +5,7 @@
 mod common;
 
 use common::foreign_sqlite;
-use nmtune::codegen::{KernelConfig, Pipeline, WarpLayout};
+use nmtune::codegen::{ACopy, KernelConfig, WarpLayout};
 use nmtune::db::{Database, DbError, Measurement, Source, Status, SCHEMA_VERSION};
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{NmPattern, Problem};
@@ -28,6 +28,7 @@ fn random_problem(rng: &mut SmallRng) -> Problem {
 fn random_config(rng: &mut SmallRng, problem: &Problem) -> KernelConfig {
     let pick = |rng: &mut SmallRng, options: &[u32]| options[rng.gen_range(0..options.len())];
     KernelConfig {
+        a_copy: ACopy::Row4,
         m_s: pick(rng, &[32, 64, 128]),
         n_s: pick(rng, &[32, 64, 128]),
         k_s: problem.nm.m * pick(rng, &[1, 2]),
@@ -37,11 +38,8 @@ fn random_config(rng: &mut SmallRng, problem: &Problem) -> KernelConfig {
         nm: problem.nm,
         l: problem.l as u32,
         packing: rng.gen_bool(0.5),
-        pipeline: [
-            Pipeline::Single,
-            Pipeline::RegisterDouble,
-            Pipeline::CpAsync { stages: 3 },
-        ][rng.gen_range(0..3)],
+        stages: pick(rng, &[2, 3, 4]),
+        min_blocks: pick(rng, &[1, 2, 3]),
         split_k: pick(rng, &[1, 2, 4]),
     }
 }

@@ -19,10 +19,10 @@
 mod cli;
 
 use clap::Parser;
-use nmtune::codegen::{self, KernelConfig, Pipeline, WarpLayout};
+use nmtune::codegen::{self, ACopy, KernelConfig, WarpLayout};
 use nmtune::format::{self, CompressedWeight, FormatError};
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{ALayout, NmPattern, Problem};
 use nmtune::shapes;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -852,12 +852,17 @@ fn searched_config() -> impl Strategy<Value = KernelConfig> {
         let h100 = GpuProfile::builtin("h100").unwrap();
         [(8, 32, 32), (16, 32, 32), (2, 4, 4), (4, 128, 64)]
             .into_iter()
-            .flat_map(|(n, m, l)| codegen::search_space(NmPattern { n, m }, l, &h100))
+            .flat_map(|(n, m, l)| {
+                ALayout::ALL
+                    .into_iter()
+                    .flat_map(|layout| codegen::search_space(NmPattern { n, m }, l, layout, &h100))
+                    .collect::<Vec<_>>()
+            })
             .collect()
     });
     (
         prop::sample::select(space.clone()),
-        prop::option::weighted(0.3, (0usize..6, any::<u32>())),
+        prop::option::weighted(0.3, (0usize..7, any::<u32>())),
     )
         .prop_map(|(cfg, mutation)| match mutation {
             None => cfg,
@@ -869,8 +874,12 @@ fn searched_config() -> impl Strategy<Value = KernelConfig> {
                 ..cfg
             },
             Some((4, v)) => KernelConfig { l: v % 140, ..cfg },
+            Some((5, v)) => KernelConfig {
+                min_blocks: v % 6,
+                ..cfg
+            },
             Some((_, v)) => KernelConfig {
-                pipeline: Pipeline::CpAsync { stages: v % 6 },
+                stages: v % 6,
                 ..cfg
             },
         })
@@ -888,12 +897,9 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
             1 => any::<u32>(),
         ]
     };
-    let pipeline = prop_oneof![
-        Just(Pipeline::Single),
-        Just(Pipeline::RegisterDouble),
-        prop_oneof![4 => 0u32..6, 1 => any::<u32>()]
-            .prop_map(|stages| Pipeline::CpAsync { stages }),
-    ];
+    let stages = prop_oneof![4 => 0u32..6, 1 => any::<u32>()];
+    let min_blocks = prop_oneof![4 => 0u32..6, 1 => any::<u32>()];
+    let a_copy = prop::sample::select(ACopy::ALL.to_vec());
     let pattern = prop_oneof![
         4 => prop::sample::select(vec![(2u32, 4u32), (8, 32), (16, 32), (32, 32), (4, 128), (1, 1)]),
         1 => (any::<u32>(), any::<u32>()),
@@ -909,12 +915,21 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
         pattern,
         dim(),
         any::<bool>(),
-        pipeline,
+        (a_copy, stages, min_blocks),
         prop_oneof![4 => 0u32..10, 1 => any::<u32>()],
     )
         .prop_map(
-            |((m_s, n_s, k_s, m_t, n_t), (wr, wc), (nn, mm), l, packing, pipeline, split_k)| {
+            |(
+                (m_s, n_s, k_s, m_t, n_t),
+                (wr, wc),
+                (nn, mm),
+                l,
+                packing,
+                (a_copy, stages, min_blocks),
+                split_k,
+            )| {
                 KernelConfig {
+                    a_copy,
                     m_s,
                     n_s,
                     k_s,
@@ -924,7 +939,8 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
                     nm: NmPattern { n: nn, m: mm },
                     l,
                     packing,
-                    pipeline,
+                    stages,
+                    min_blocks,
                     split_k,
                 }
             },

@@ -1,11 +1,13 @@
-//! GPU correctness: every template family (packing on/off, each pipeline, split-K > 1) against
-//! the CPU reference at several shapes, m not a multiple of the tile, smallest and largest N:M,
-//! with alpha and beta both non-trivial. Skipped, visibly, where there is no GPU.
+//! GPU correctness: every template family (each A copy path and so both A layouts, packing
+//! on/off, every ring depth, split-K > 1, warp tiles one and two column groups wide) against
+//! the CPU reference on random data at several shapes, m, n and k off their tiles, smallest
+//! and largest N:M, with alpha and beta both non-trivial. Skipped, visibly, where there is no
+//! GPU.
 
-use nmtune::codegen::{compile_key, validate, KernelConfig, Pipeline, WarpLayout};
+use nmtune::codegen::{compile_key, validate, ACopy, KernelConfig, WarpLayout};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
-use nmtune::problem::NmPattern;
+use nmtune::problem::{ALayout, NmPattern};
 use nmtune::reference;
 use nmtune::tuner::build::build_all;
 use nmtune::tuner::kernels::{LaunchBuffers, LoadedKernel};
@@ -30,30 +32,44 @@ fn random(len: usize, rng: &mut SmallRng) -> Vec<f32> {
     (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
 }
 
+/// Block shapes of the families: the paper's medium and large tiles (warp tiles one column
+/// group wide), and the large tile with a warp twice as wide, whose threads span two groups.
+#[derive(Clone, Copy)]
+enum Shape {
+    Medium,
+    Large,
+    Wide,
+}
+
 fn config(
     nm: NmPattern,
     l: u32,
+    a_copy: ACopy,
     packing: bool,
-    pipeline: Pipeline,
+    stages: u32,
     split_k: u32,
-    large: bool,
+    shape: Shape,
 ) -> KernelConfig {
-    let (m_s, n_s, m_t, n_t, warp) = if large {
-        (64, 128, 8, 8, WarpLayout::new(4, 8))
-    } else {
-        (32, 64, 8, 4, WarpLayout::new(4, 8))
+    let (m_s, n_s, m_t, n_t, warp, min_blocks) = match shape {
+        Shape::Medium => (32, 64, 8, 4, WarpLayout::new(4, 8), 1),
+        Shape::Large => (64, 128, 8, 8, WarpLayout::new(8, 4), 2),
+        Shape::Wide => (64, 128, 8, 8, WarpLayout::new(4, 8), 1),
     };
+    let window = nm.m.max(32);
     KernelConfig {
+        a_copy,
         m_s,
         n_s,
-        k_s: nm.m.max(32),
+        // Packing with two windows per tile: the packed capacity is below k_s.
+        k_s: if packing { 2 * window } else { window },
         m_t,
         n_t,
         warp,
         nm,
         l,
         packing,
-        pipeline,
+        stages,
+        min_blocks,
         split_k,
     }
 }
@@ -69,7 +85,12 @@ fn error_of(gpu: &Gpu, kernel: &LoadedKernel, (m, n, k): (usize, usize, usize), 
     let (alpha, beta) = (1.25f32, -0.5f32);
     let mut want = c0.clone();
     reference::spmm(&a, m, &weight, alpha, beta, &mut want).unwrap();
-    let got = launch(gpu, kernel, &weight, &a, &c0, (m, n, k), alpha, beta);
+    // The reference takes A row-major; a column-major kernel gets the same A transposed.
+    let a_dev = match cfg.a_layout() {
+        ALayout::RowMajor => a,
+        ALayout::ColMajor => (0..m * k).map(|e| a[(e % m) * k + e / m]).collect(),
+    };
+    let got = launch(gpu, kernel, &weight, &a_dev, &c0, (m, n, k), alpha, beta);
     reference::relative_error(&got, &want)
 }
 
@@ -119,13 +140,6 @@ const BOUND: f64 = 1e-5;
 #[test]
 fn every_template_family_matches_the_cpu_reference() {
     let Some(gpu) = gpu_or_skip() else { return };
-    let pipelines = [
-        Pipeline::Single,
-        Pipeline::RegisterDouble,
-        Pipeline::CpAsync { stages: 2 },
-        Pipeline::CpAsync { stages: 3 },
-        Pipeline::CpAsync { stages: 4 },
-    ];
     let patterns = [
         (1, 4, 4),
         (2, 4, 8),
@@ -135,20 +149,18 @@ fn every_template_family_matches_the_cpu_reference() {
         (32, 32, 32),
         (4, 8, 16),
     ];
-    let shapes: [(usize, usize, usize); 3] = [(37, 128, 96), (100, 256, 256), (129, 192, 320)];
     let mut configs = Vec::new();
     for (n, m, l) in patterns {
         let nm = NmPattern::new(n, m).unwrap();
-        for pipeline in pipelines {
+        for a_copy in ACopy::ALL {
             for packing in [false, true] {
-                for split_k in [1, 2, 4] {
-                    for large in [false, true] {
-                        if packing && nm.is_dense() {
-                            continue;
-                        }
-                        let cfg = config(nm, l, packing, pipeline, split_k, large);
-                        if validate::validate(&cfg, gpu.profile()).is_ok() {
-                            configs.push(cfg);
+                for stages in [2, 3, 4] {
+                    for split_k in [1, 2, 4] {
+                        for shape in [Shape::Medium, Shape::Large, Shape::Wide] {
+                            let cfg = config(nm, l, a_copy, packing, stages, split_k, shape);
+                            if validate::validate(&cfg, gpu.profile()).is_ok() {
+                                configs.push(cfg);
+                            }
                         }
                     }
                 }
@@ -168,6 +180,16 @@ fn every_template_family_matches_the_cpu_reference() {
             }
         };
         let kernel = LoadedKernel::load(&gpu, *cfg, &b.source, &b.compiled.cubin).unwrap();
+        // m off the tile (a multiple of 4 for column-major A), k off k_s, n off n_s.
+        let m_off = match cfg.a_layout() {
+            ALayout::RowMajor => 1,
+            ALayout::ColMajor => 4,
+        };
+        let shapes: [(usize, usize, usize); 3] = [
+            (36 + m_off, 128, 96),
+            (100, 256, 256),
+            (128 + m_off, 192, 320),
+        ];
         for (i, shape) in shapes.iter().enumerate() {
             let k = shape.2.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
             let n_cols = shape.1.div_ceil(cfg.l as usize) * cfg.l as usize;
@@ -183,7 +205,8 @@ fn every_template_family_matches_the_cpu_reference() {
         }
     }
     eprintln!(
-        "GPU correctness: {checked} (config, shape) pairs checked, {} failed",
+        "GPU correctness: {} configurations, {checked} (config, shape) pairs checked, {} failed",
+        configs.len(),
         failures.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -2,7 +2,7 @@
 //! weight preparation round trips, and (where there is a GPU) SparseLinear against the CPU
 //! reference. Template checksums are read from this build, never hard-coded.
 
-use nmtune::codegen::{template_checksum, validate, KernelConfig, Pipeline, WarpLayout};
+use nmtune::codegen::{template_checksum, validate, ACopy, KernelConfig, WarpLayout};
 use nmtune::db::{Database, Measurement, Source, Status};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::GpuProfile;
@@ -71,6 +71,7 @@ fn problem(m: usize, n: usize, k: usize, pattern: NmPattern) -> Problem {
 /// A valid H200 configuration for an L = 32 problem; `m_s` tells entries apart.
 fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
     let cfg = KernelConfig {
+        a_copy: ACopy::Row4,
         m_s,
         n_s: 128,
         k_s: 64,
@@ -80,7 +81,8 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
         nm: pattern,
         l: 32,
         packing: false,
-        pipeline: Pipeline::CpAsync { stages: 2 },
+        stages: 2,
+        min_blocks: 1,
         split_k: 1,
     };
     validate(&cfg, &h200()).unwrap();
@@ -340,7 +342,7 @@ fn entries_invalid_on_the_gpu_are_never_used() {
     capture_logs();
     let p = problem(256, 4096, 4096, nm(8, 32));
     let mut huge = config(128, p.nm);
-    (huge.k_s, huge.pipeline) = (256, Pipeline::CpAsync { stages: 4 });
+    (huge.k_s, huge.stages) = (256, 4);
     assert!(
         validate(&huge, &h200()).is_err(),
         "needs more shared memory than an H200 has"
@@ -507,6 +509,7 @@ fn dense_from_buffers(w: &PreparedWeight, cfg: &KernelConfig) -> Vec<f32> {
 
 fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
     KernelConfig {
+        a_copy: ACopy::Row4,
         m_s: 32,
         n_s: 64,
         k_s: pattern.m.max(32),
@@ -516,7 +519,8 @@ fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
         nm: pattern,
         l,
         packing,
-        pipeline: Pipeline::CpAsync { stages: 2 },
+        stages: 2,
+        min_blocks: 1,
         split_k: 1,
     }
 }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nmtune::codegen::KernelConfig;
 use nmtune::db::Database;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{ALayout, NmPattern, Problem};
 use nmtune::summary::{speedup_rows, speedup_table};
 use nmtune::tuner::measure::TimingPlan;
 use nmtune::tuner::profile::{profile_problem, ProblemProfile};
@@ -43,6 +43,9 @@ pub struct BenchArgs {
     /// Vector length L.
     #[arg(long, default_value_t = 32)]
     l: usize,
+    /// Layout of A: row (m×k row-major) or col (column-major, the paper's).
+    #[arg(long, value_enum, default_value = "row")]
+    a_layout: ALayout,
     /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_ms128_ns128_…
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
@@ -110,7 +113,7 @@ fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
         bail!("nmtune bench needs --m, --n and --k (or --db <tuning database>)");
     };
     let nm = NmPattern::parse(&args.nm, 32)?;
-    let problem = Problem::new(m, n, k, nm, args.l)?;
+    let problem = Problem::new(m, n, k, nm, args.l)?.with_layout(args.a_layout)?;
     let configs = if args.kernels.is_empty() {
         let profile = nmtune::gpu::GpuProfile::builtin(&args.gpu)
             .or_else(|| nmtune::gpu::GpuProfile::builtin("h100"))

@@ -149,8 +149,10 @@ fn table(a: &Answer, choice: &Choice) -> String {
         (
             "pipeline",
             format!(
-                "{} packing={} split_k={}",
-                c.pipeline.token(),
+                "A {} cp.async stages={} min_blocks={} packing={} split_k={}",
+                c.a_copy.token(),
+                c.stages,
+                c.min_blocks,
                 c.packing,
                 c.split_k
             ),

@@ -1,37 +1,61 @@
 //! A kernel configuration: the point of the parameter space one compiled kernel implements.
 
-use crate::problem::NmPattern;
+use crate::problem::{ALayout, NmPattern};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// How tiles travel from global to shared memory.
+/// How a k-tile of A travels from global to shared memory, where it is always stored k-major
+/// (one row of the tile per column of A, so that a thread reads its m_t rows as float4).
+/// The path fixes the A layout the kernel takes ([`ACopy::layout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
-pub enum Pipeline {
-    /// One shared-memory buffer: load, barrier, compute, barrier.
-    Single,
-    /// Two shared-memory buffers; the next tile is staged through registers while the
-    /// current one is computed.
-    RegisterDouble,
-    /// `cp.async` ring of `stages` shared-memory buffers (2..=4).
-    CpAsync { stages: u32 },
+#[serde(rename_all = "lowercase")]
+pub enum ACopy {
+    /// Column-major A: each needed column is contiguous along m and moves with 16-byte
+    /// `cp.async` copies, in the cp.async ring.
+    Col16,
+    /// Row-major A: 4-byte `cp.async` copies that transpose element by element, in the ring.
+    Row4,
+    /// Row-major A: 16-byte global loads of 4×4 blocks into registers one k-tile ahead,
+    /// transposed in registers and stored as 16-byte shared-memory writes (non-packing only).
+    Row16,
 }
 
-impl Pipeline {
-    /// Shared-memory buffers this pipeline keeps.
-    pub fn buffers(&self) -> u32 {
+impl ACopy {
+    /// Every path, in key order.
+    pub const ALL: [ACopy; 3] = [ACopy::Col16, ACopy::Row4, ACopy::Row16];
+
+    /// The A layout a kernel with this copy path takes.
+    pub fn layout(&self) -> ALayout {
         match self {
-            Pipeline::Single => 1,
-            Pipeline::RegisterDouble => 2,
-            Pipeline::CpAsync { stages } => *stages,
+            ACopy::Col16 => ALayout::ColMajor,
+            ACopy::Row4 | ACopy::Row16 => ALayout::RowMajor,
         }
     }
 
-    /// Short token used in kernel names: `sb`, `db`, `cp3`.
-    pub fn token(&self) -> String {
+    /// The copy paths that read `layout`.
+    pub fn for_layout(layout: ALayout) -> impl Iterator<Item = ACopy> {
+        Self::ALL.into_iter().filter(move |c| c.layout() == layout)
+    }
+
+    /// Token in kernel names: `acol16`, `arow4`, `arow16`.
+    pub fn token(&self) -> &'static str {
         match self {
-            Pipeline::Single => "sb".into(),
-            Pipeline::RegisterDouble => "db".into(),
-            Pipeline::CpAsync { stages } => format!("cp{stages}"),
+            ACopy::Col16 => "acol16",
+            ACopy::Row4 => "arow4",
+            ACopy::Row16 => "arow16",
+        }
+    }
+
+    fn from_token(token: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.token() == token)
+    }
+
+    /// The number the template's `A_COPY` constant takes.
+    pub fn template_id(&self) -> u32 {
+        match self {
+            ACopy::Col16 => 0,
+            ACopy::Row4 => 1,
+            ACopy::Row16 => 2,
         }
     }
 }
@@ -51,15 +75,18 @@ impl WarpLayout {
 
 /// Every parameter of one generated kernel. N, M and L are compile-time constants of the
 /// kernel; m, n and k are run-time arguments, so one configuration serves every shape of
-/// its sparsity pattern.
+/// its sparsity pattern and A layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(from = "StoredConfig")]
 pub struct KernelConfig {
+    /// How A's tiles reach shared memory; fixes the A layout.
+    pub a_copy: ACopy,
     /// Block tile of C: m_s rows × n_s columns.
     pub m_s: u32,
     pub n_s: u32,
     /// Columns of A (rows of dense B) per main-loop step; a multiple of M.
     pub k_s: u32,
-    /// Thread tile of C held in registers.
+    /// Thread tile of C held in registers, read as 4×4 sub-tiles strided across the warp tile.
     pub m_t: u32,
     pub n_t: u32,
     pub warp: WarpLayout,
@@ -68,12 +95,26 @@ pub struct KernelConfig {
     pub l: u32,
     /// Load only the A columns a tile needs (col_info) instead of the whole k_s window.
     pub packing: bool,
-    pub pipeline: Pipeline,
+    /// Depth of the cp.async ring of shared-memory buffers (2..=4).
+    pub stages: u32,
+    /// Blocks per SM the compiler must leave room for (`__launch_bounds__`' second
+    /// argument): caps registers per thread at 64K / (min_blocks · threads).
+    pub min_blocks: u32,
     /// Slices of the reduction run by separate blocks, summed by a second kernel.
     pub split_k: u32,
 }
 
 impl KernelConfig {
+    /// The A layout this kernel takes.
+    pub fn a_layout(&self) -> ALayout {
+        self.a_copy.layout()
+    }
+
+    /// Dense GEMM (N = M): no index matrix, a plain SGEMM loop.
+    pub fn is_dense(&self) -> bool {
+        self.nm.is_dense()
+    }
+
     /// Compressed rows per main-loop step: k_s·N/M.
     pub fn w_s(&self) -> u32 {
         // `max(1)`: the fields are public; a nonsense configuration must not divide by zero.
@@ -90,30 +131,54 @@ impl KernelConfig {
         (self.m_s / self.m_t.max(1)) * (self.n_s / self.n_t.max(1))
     }
 
-    /// Column groups a thread's n_t columns span (1 when n_t ≤ L).
-    pub fn groups_per_thread(&self) -> u32 {
-        self.n_t.div_ceil(self.l).max(1)
+    /// Rows of the A tile in shared memory: the k_s window, or with packing at most the
+    /// distinct columns the tile's w_s·q_s kept rows can name.
+    pub fn a_rows(&self) -> u32 {
+        if self.packing {
+            self.k_s.min(self.w_s() * self.q_s())
+        } else {
+            self.k_s
+        }
     }
 
-    /// Row stride of the transposed A tile in shared memory, in floats. Padding by 4 keeps
-    /// 16-byte alignment for vector reads and makes the transposing stores conflict-free.
+    /// Row stride of the k-major A tile in shared memory, in floats. Column-major copies
+    /// land whole rows and need no padding; the transposing row-major paths pad by 4 so
+    /// that their stores spread over all banks (and rows stay 16-byte aligned).
     pub fn a_stride(&self) -> u32 {
-        self.m_s + 4
+        match self.a_copy {
+            ACopy::Col16 => self.m_s,
+            ACopy::Row4 | ACopy::Row16 => self.m_s + 4,
+        }
     }
 
-    /// Dynamic shared memory per block, bytes: A_s, B_s and D_s for every pipeline buffer
-    /// (DESIGN.md eq. 4 with the padding counted).
+    /// Row length of the transposed index tile D_s[q_s][w_s] in ints, padded to a multiple of
+    /// 4 so that a thread reads four rows' indices with one 16-byte load.
+    pub fn d_row(&self) -> u32 {
+        self.w_s().next_multiple_of(4)
+    }
+
+    /// Floats of one pipeline stage: A_s, B_s and D_s (none when dense), padded to 16 bytes.
+    pub fn stage_floats(&self) -> u32 {
+        let d = if self.is_dense() {
+            0
+        } else {
+            self.q_s() * self.d_row()
+        };
+        (self.a_rows() * self.a_stride() + self.w_s() * self.n_s + d).next_multiple_of(4)
+    }
+
+    /// Dynamic shared memory per block, bytes: every stage of the ring (the design
+    /// document's shared-memory constraint, with the padding counted).
     pub fn smem_bytes(&self) -> u32 {
-        let per_stage =
-            self.k_s * self.a_stride() + self.w_s() * self.n_s + self.w_s() * self.q_s();
-        4 * per_stage * self.pipeline.buffers()
+        4 * self.stage_floats() * self.stages
     }
 
     /// Kernel name that spells the configuration, e.g.
-    /// `nm_spmm_f32_ms64_ns128_ks32_mt8_nt8_w4x8_n8m32l32_pack_cp3_sk1`.
+    /// `nm_spmm_f32_acol16_ms64_ns128_ks32_mt8_nt8_w8x4_n8m32l32_pack_cp3_mb2_sk1`.
     pub fn name(&self) -> String {
         format!(
-            "nm_spmm_f32_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_{}_sk{}",
+            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}",
+            self.a_copy.token(),
             self.m_s,
             self.n_s,
             self.k_s,
@@ -125,7 +190,8 @@ impl KernelConfig {
             self.nm.m,
             self.l,
             if self.packing { "pack" } else { "nopack" },
-            self.pipeline.token(),
+            self.stages,
+            self.min_blocks,
             self.split_k
         )
     }
@@ -139,41 +205,83 @@ impl KernelConfig {
     fn parse_name_loosely(name: &str) -> Option<Self> {
         let rest = name.strip_prefix("nm_spmm_f32_")?;
         let parts: Vec<&str> = rest.split('_').collect();
-        if parts.len() != 10 {
+        let [copy, ms, ns, ks, mt, nt, warp, nml, pack, cp, mb, sk] = parts[..] else {
             return None;
-        }
-        let num = |s: &str, prefix: &str| s.strip_prefix(prefix)?.parse::<u32>().ok();
-        let (wr, wc) = parts[5].strip_prefix('w')?.split_once('x')?;
-        let nml = parts[6].strip_prefix('n')?;
-        let (n, ml) = nml.split_once('m')?;
-        let (m, l) = ml.split_once('l')?;
-        let pipeline = match parts[8] {
-            "sb" => Pipeline::Single,
-            "db" => Pipeline::RegisterDouble,
-            cp => Pipeline::CpAsync {
-                stages: cp.strip_prefix("cp")?.parse().ok()?,
-            },
         };
+        let num = |s: &str, prefix: &str| s.strip_prefix(prefix)?.parse::<u32>().ok();
+        let (wr, wc) = warp.strip_prefix('w')?.split_once('x')?;
+        let (n, ml) = nml.strip_prefix('n')?.split_once('m')?;
+        let (m, l) = ml.split_once('l')?;
         Some(Self {
-            m_s: num(parts[0], "ms")?,
-            n_s: num(parts[1], "ns")?,
-            k_s: num(parts[2], "ks")?,
-            m_t: num(parts[3], "mt")?,
-            n_t: num(parts[4], "nt")?,
+            a_copy: ACopy::from_token(copy)?,
+            m_s: num(ms, "ms")?,
+            n_s: num(ns, "ns")?,
+            k_s: num(ks, "ks")?,
+            m_t: num(mt, "mt")?,
+            n_t: num(nt, "nt")?,
             warp: WarpLayout::new(wr.parse().ok()?, wc.parse().ok()?),
             nm: NmPattern {
                 n: n.parse().ok()?,
                 m: m.parse().ok()?,
             },
             l: l.parse().ok()?,
-            packing: match parts[7] {
+            packing: match pack {
                 "pack" => true,
                 "nopack" => false,
                 _ => return None,
             },
-            pipeline,
-            split_k: num(parts[9], "sk")?,
+            stages: num(cp, "cp")?,
+            min_blocks: num(mb, "mb")?,
+            split_k: num(sk, "sk")?,
         })
+    }
+}
+
+/// A configuration as databases hold it: this version's fields, or those of template v3 and
+/// earlier (no A path, no `min_blocks`, a `pipeline` object instead of `stages`), which old
+/// databases keep under their own template checksum and which must stay readable.
+#[derive(Deserialize)]
+struct StoredConfig {
+    a_copy: Option<ACopy>,
+    m_s: u32,
+    n_s: u32,
+    k_s: u32,
+    m_t: u32,
+    n_t: u32,
+    warp: WarpLayout,
+    nm: NmPattern,
+    l: u32,
+    packing: bool,
+    stages: Option<u32>,
+    pipeline: Option<serde_json::Value>,
+    min_blocks: Option<u32>,
+    split_k: u32,
+}
+
+impl From<StoredConfig> for KernelConfig {
+    fn from(s: StoredConfig) -> Self {
+        // v3 spelled the ring as {"CpAsync": {"stages": n}}; its register-staged pipelines
+        // used two buffers.
+        let old_stages = s
+            .pipeline
+            .as_ref()
+            .and_then(|p| p.get("CpAsync")?.get("stages")?.as_u64())
+            .map_or(2, |n| n as u32);
+        Self {
+            a_copy: s.a_copy.unwrap_or(ACopy::Row4),
+            m_s: s.m_s,
+            n_s: s.n_s,
+            k_s: s.k_s,
+            m_t: s.m_t,
+            n_t: s.n_t,
+            warp: s.warp,
+            nm: s.nm,
+            l: s.l,
+            packing: s.packing,
+            stages: s.stages.unwrap_or(old_stages),
+            min_blocks: s.min_blocks.unwrap_or(1),
+            split_k: s.split_k,
+        }
     }
 }
 
@@ -190,24 +298,35 @@ mod tests {
     #[test]
     fn name_round_trips() {
         let cfg = KernelConfig {
+            a_copy: ACopy::Col16,
             m_s: 64,
             n_s: 128,
             k_s: 32,
             m_t: 8,
             n_t: 8,
-            warp: WarpLayout::new(4, 8),
+            warp: WarpLayout::new(8, 4),
             nm: NmPattern { n: 8, m: 32 },
             l: 32,
             packing: true,
-            pipeline: Pipeline::CpAsync { stages: 3 },
+            stages: 3,
+            min_blocks: 2,
             split_k: 1,
         };
         assert_eq!(
             cfg.name(),
-            "nm_spmm_f32_ms64_ns128_ks32_mt8_nt8_w4x8_n8m32l32_pack_cp3_sk1"
+            "nm_spmm_f32_acol16_ms64_ns128_ks32_mt8_nt8_w8x4_n8m32l32_pack_cp3_mb2_sk1"
         );
         assert_eq!(KernelConfig::parse_name(&cfg.name()), Some(cfg));
         assert_eq!(cfg.threads(), 128);
         assert_eq!(cfg.w_s(), 8);
+        // Packing: at most w_s·q_s = 32 distinct columns of the 32-wide window.
+        assert_eq!(cfg.a_rows(), 32);
+        assert_eq!(cfg.smem_bytes(), 3 * 4 * (32 * 64 + 8 * 128 + 4 * 8));
+        let row = KernelConfig {
+            a_copy: ACopy::Row4,
+            ..cfg
+        };
+        assert_eq!(row.a_stride(), 68);
+        assert_eq!(row.a_layout(), ALayout::RowMajor);
     }
 }

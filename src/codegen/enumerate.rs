@@ -6,10 +6,10 @@
 //! [`compile_key`]).
 
 use super::render::compile_key;
-use super::validate::{validate, SPLIT_K_VALUES};
-use super::{KernelConfig, Pipeline, WarpLayout};
+use super::validate::{validate, MIN_BLOCKS, SPLIT_K_VALUES, STAGES};
+use super::{ACopy, KernelConfig, WarpLayout};
 use crate::gpu::GpuProfile;
-use crate::problem::NmPattern;
+use crate::problem::{ALayout, NmPattern};
 use std::collections::BTreeSet;
 
 /// Block tile sizes along m and n.
@@ -22,14 +22,6 @@ pub const WARP_LAYOUTS: [WarpLayout; 4] = [
     WarpLayout::new(8, 4),
     WarpLayout::new(2, 16),
     WarpLayout::new(16, 2),
-];
-/// Pipelines.
-pub const PIPELINES: [Pipeline; 5] = [
-    Pipeline::Single,
-    Pipeline::RegisterDouble,
-    Pipeline::CpAsync { stages: 2 },
-    Pipeline::CpAsync { stages: 3 },
-    Pipeline::CpAsync { stages: 4 },
 ];
 /// k_s values tried per (other parameters): the largest that fits and the next smaller ones.
 pub const K_S_CHOICES: usize = 3;
@@ -57,12 +49,13 @@ pub fn k_s_ladder(m: u32) -> Vec<u32> {
     }
 }
 
-/// Every valid configuration for pattern `nm` and vector length `l` on `gpu`: the product of
-/// the parameter lists above, filtered by [`validate`], with the [`K_S_CHOICES`] largest
-/// fitting k_s for each combination of the other parameters. Sorted and free of duplicates.
-pub fn search_space(nm: NmPattern, l: u32, gpu: &GpuProfile) -> Vec<KernelConfig> {
+/// Every valid configuration for pattern `nm`, vector length `l` and A layout `layout` on
+/// `gpu`: the product of the parameter lists above, filtered by [`validate`], with the
+/// [`K_S_CHOICES`] largest fitting k_s for each combination of the other parameters. Sorted
+/// and free of duplicates.
+pub fn search_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let mut configs = Vec::new();
-    for base in base_configs(nm, l) {
+    for base in base_configs(nm, l, layout) {
         for k_s in fitting_k_s(&base, gpu) {
             for &split_k in &SPLIT_K_VALUES {
                 let cfg = KernelConfig {
@@ -81,36 +74,46 @@ pub fn search_space(nm: NmPattern, l: u32, gpu: &GpuProfile) -> Vec<KernelConfig
     configs
 }
 
-/// The distinct kernels to compile for `search_space(nm, l, gpu)`: one per [`compile_key`].
-pub fn compile_set(nm: NmPattern, l: u32, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    let keys: BTreeSet<KernelConfig> = search_space(nm, l, gpu).iter().map(compile_key).collect();
+/// The distinct kernels to compile for `search_space(nm, l, layout, gpu)`: one per
+/// [`compile_key`].
+pub fn compile_set(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let keys: BTreeSet<KernelConfig> = search_space(nm, l, layout, gpu)
+        .iter()
+        .map(compile_key)
+        .collect();
     keys.into_iter().collect()
 }
 
 /// Every combination of the parameters other than k_s and split_k (k_s = M, split_k = 1
 /// placeholders).
-fn base_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
+fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
     let mut out = Vec::new();
-    for &m_s in &BLOCK_TILES {
-        for &n_s in &BLOCK_TILES {
-            for &m_t in &THREAD_TILES {
-                for &n_t in &THREAD_TILES {
-                    for &warp in &WARP_LAYOUTS {
-                        for packing in [false, true] {
-                            for &pipeline in &PIPELINES {
-                                out.push(KernelConfig {
-                                    m_s,
-                                    n_s,
-                                    k_s: nm.m,
-                                    m_t,
-                                    n_t,
-                                    warp,
-                                    nm,
-                                    l,
-                                    packing,
-                                    pipeline,
-                                    split_k: 1,
-                                });
+    for a_copy in ACopy::for_layout(layout) {
+        for &m_s in &BLOCK_TILES {
+            for &n_s in &BLOCK_TILES {
+                for &m_t in &THREAD_TILES {
+                    for &n_t in &THREAD_TILES {
+                        for &warp in &WARP_LAYOUTS {
+                            for packing in [false, true] {
+                                for stages in STAGES {
+                                    for min_blocks in MIN_BLOCKS {
+                                        out.push(KernelConfig {
+                                            a_copy,
+                                            m_s,
+                                            n_s,
+                                            k_s: nm.m,
+                                            m_t,
+                                            n_t,
+                                            warp,
+                                            nm,
+                                            l,
+                                            packing,
+                                            stages,
+                                            min_blocks,
+                                            split_k: 1,
+                                        });
+                                    }
+                                }
                             }
                         }
                     }

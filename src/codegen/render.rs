@@ -14,7 +14,7 @@
 //! [`KernelSource::name`] and [`KernelSource::reduce_name`], not by `cfg.name()`; the
 //! configuration name (with its `sk` suffix) remains the name used in logs and the database.
 
-use super::{validate, CodegenError, KernelConfig, Pipeline};
+use super::{validate, CodegenError, KernelConfig};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 
@@ -26,10 +26,6 @@ const TEMPLATES: &[(&str, &str)] = &[(
 
 /// The entry template of the family.
 const MAIN_TEMPLATE: &str = "nm_spmm.cu.tera";
-
-/// Fully unrolled FMAs in one inner-kernel loop body are capped near this number: past it
-/// the code outgrows the instruction cache and NVRTC compile time climbs steeply.
-const MAX_UNROLLED_FMAS: u32 = 4096;
 
 /// A rendered CUDA module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,21 +61,6 @@ pub fn template_checksum() -> &'static str {
     })
 }
 
-/// Unroll factor of the inner kernel's loop over the WS compressed rows of a tile: all of
-/// them when the body stays small, else the largest power of two under the FMA cap.
-pub fn inner_unroll(cfg: &KernelConfig) -> u32 {
-    let fmas_per_row = cfg.m_t * cfg.n_t;
-    let cap = (MAX_UNROLLED_FMAS / fmas_per_row.max(1)).max(1);
-    if cfg.w_s() <= cap {
-        return cfg.w_s().max(1);
-    }
-    let mut unroll = 1;
-    while unroll * 2 <= cap {
-        unroll *= 2;
-    }
-    unroll
-}
-
 /// Render the CUDA module of `cfg`. The configuration's structural rules are checked first
 /// ([`validate::validate_structure`]); GPU limits are the caller's business.
 pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
@@ -106,14 +87,10 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
 }
 
 fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
-    let (pipeline, stages) = match cfg.pipeline {
-        Pipeline::Single => (0, 1),
-        Pipeline::RegisterDouble => (1, 2),
-        Pipeline::CpAsync { stages } => (2, stages),
-    };
     let mut ctx = tera::Context::new();
     ctx.insert("name", name);
     ctx.insert("checksum", template_checksum());
+    ctx.insert("a_copy", &cfg.a_copy.template_id());
     ctx.insert("m_s", &cfg.m_s);
     ctx.insert("n_s", &cfg.n_s);
     ctx.insert("k_s", &cfg.k_s);
@@ -126,12 +103,16 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("l", &cfg.l);
     ctx.insert("w_s", &cfg.w_s());
     ctx.insert("q_s", &cfg.q_s());
-    ctx.insert("stages", &stages);
-    ctx.insert("packing", if cfg.packing { "true" } else { "false" });
-    ctx.insert("pipeline", &pipeline);
-    ctx.insert("threads", &cfg.threads());
+    ctx.insert("a_rows", &cfg.a_rows());
     ctx.insert("a_stride", &cfg.a_stride());
-    ctx.insert("inner_unroll", &inner_unroll(cfg));
+    ctx.insert("d_row", &cfg.d_row());
+    ctx.insert("groups", &validate::index_groups(cfg));
+    ctx.insert("stages", &cfg.stages);
+    ctx.insert("packing", if cfg.packing { "true" } else { "false" });
+    ctx.insert("threads", &cfg.threads());
+    ctx.insert("min_blocks", &cfg.min_blocks);
+    ctx.insert("stage_floats", &cfg.stage_floats());
+    ctx.insert("fragment_buffers", &validate::fragment_buffers(cfg));
     ctx
 }
 
@@ -150,21 +131,23 @@ fn describe(err: &tera::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codegen::WarpLayout;
+    use crate::codegen::{ACopy, WarpLayout};
     use crate::problem::NmPattern;
 
     fn cfg() -> KernelConfig {
         KernelConfig {
+            a_copy: ACopy::Col16,
             m_s: 64,
             n_s: 128,
             k_s: 64,
             m_t: 8,
             n_t: 8,
-            warp: WarpLayout::new(4, 8),
+            warp: WarpLayout::new(8, 4),
             nm: NmPattern { n: 8, m: 32 },
             l: 32,
             packing: false,
-            pipeline: Pipeline::CpAsync { stages: 3 },
+            stages: 3,
+            min_blocks: 2,
             split_k: 4,
         }
     }
@@ -184,6 +167,7 @@ mod tests {
         assert!(src.source.contains("constexpr int WS = 16;"));
         assert!(src.source.contains("constexpr int STAGES = 3;"));
         assert!(src.source.contains("constexpr bool PACKING = false;"));
+        assert!(src.source.contains("constexpr int MIN_BLOCKS = 2;"));
         assert!(
             !src.source.contains("{{"),
             "unrendered Tera left in the source"
@@ -204,18 +188,5 @@ mod tests {
         .unwrap();
         assert_eq!(one.source, eight.source);
         assert_eq!(one.reduce_name, None);
-    }
-
-    #[test]
-    fn unroll_caps_the_loop_body() {
-        assert_eq!(inner_unroll(&cfg()), 16);
-        let big = KernelConfig {
-            m_t: 16,
-            n_t: 16,
-            k_s: 256,
-            nm: NmPattern { n: 32, m: 32 },
-            ..cfg()
-        };
-        assert_eq!(inner_unroll(&big), 16);
     }
 }

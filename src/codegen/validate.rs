@@ -4,26 +4,34 @@
 //! there as `static_assert`s). A broken rule is reported as
 //! [`CodegenError::Rejected`] with a reason a human can act on; the first broken rule wins.
 //!
-//! Load mappings need no divisibility rule of their own (see [`LoadMaps`]): A moves with
-//! `gcd(k_s, 8)` threads along k and `threads/gcd(k_s, 8)` along rows, B' as float4 with
-//! `gcd(n_s/4, threads)` threads along a row, D as ints; a last, partial row pass of any of
-//! them is predicated at compile time.
+//! Copy mappings need no divisibility rule of their own: every operand moves with
+//! `gcd(vectors per row, threads)` threads along a row and the rest of the block along the
+//! other dimension, and a last, partial pass is predicated at compile time.
 
-use super::{CodegenError, KernelConfig, Pipeline};
+use super::{ACopy, CodegenError, KernelConfig};
 use crate::gpu::GpuProfile;
 use crate::problem::{NmPattern, Problem};
 
-/// Largest m_s, n_s and k_s the template is tuned for (register-staged loads and code size
-/// grow with them).
+/// Largest m_s, n_s and k_s the template is tuned for.
 pub const MAX_TILE: u32 = 256;
-/// Thread-tile sizes the inner kernel supports (float4 reads of A and B').
+/// Thread-tile sizes the inner kernel supports (whole 4×4 sub-tiles, read as float4).
 pub const THREAD_TILES: [u32; 3] = [4, 8, 16];
 /// Split-K factors the tuner may choose.
 pub const SPLIT_K_VALUES: [u32; 4] = [1, 2, 4, 8];
+/// Depths of the cp.async ring.
+pub const STAGES: std::ops::RangeInclusive<u32> = 2..=4;
+/// Values of `min_blocks` (`__launch_bounds__`' second argument).
+pub const MIN_BLOCKS: std::ops::RangeInclusive<u32> = 1..=4;
 /// Hardware cap on registers per thread.
 pub const MAX_REGISTERS_PER_THREAD: u32 = 255;
-/// Registers a thread needs beyond its tiles: indices, addresses, loop counters.
-const REGISTER_OVERHEAD: u32 = 32;
+/// The inner loop over a tile's w_s rows is unrolled completely (the row indices live in
+/// registers, which only compile-time indices can address); past this many FMAs per tile
+/// the code outgrows the instruction cache and NVRTC compile time climbs steeply.
+pub const MAX_UNROLLED_FMAS: u32 = 4096;
+/// Registers a thread may spend on the indices of one tile (w_s per column group).
+pub const MAX_INDEX_REGISTERS: u32 = 64;
+/// Registers a thread needs beyond its tiles, fragments and indices: addresses, counters.
+const REGISTER_OVERHEAD: u32 = 24;
 
 type Rule = Result<(), String>;
 
@@ -54,7 +62,9 @@ pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
         .and_then(|_| block_tile_rules(cfg))
         .and_then(|_| thread_tile_rules(cfg))
         .and_then(|_| group_rules(cfg))
+        .and_then(|_| copy_rules(cfg))
         .and_then(|_| pipeline_rules(cfg))
+        .and_then(|_| unroll_rules(cfg))
         .and_then(|_| register_rules(cfg))
         .map_err(|reason| rejected(cfg, reason))
 }
@@ -65,66 +75,101 @@ pub fn validate_for_problem(cfg: &KernelConfig, problem: &Problem) -> Result<(),
     problem_rules(cfg, problem).map_err(|reason| rejected(cfg, reason))
 }
 
-/// Estimated 32-bit registers per thread: accumulators m_t·n_t, A fragments G·m_t (G
-/// column groups), B' fragment n_t, the register staging of a tile (single and register
-/// double buffer), the prefetched col_info entries (packing with a two-buffer pipeline),
-/// the row pointers of the tile loads and a fixed overhead for indices and addresses.
+/// Column groups (distinct index columns) one thread's n_t columns span. The thread's 4-wide
+/// sub-tiles sit 4·warp.cols columns apart; when the warp tile is no wider than L they all
+/// lie in one group, else one group per L columns of the warp tile (or per sub-tile when
+/// sub-tiles are more than L apart). Dense kernels have no indices: 1.
+pub fn index_groups(cfg: &KernelConfig) -> u32 {
+    let warp_width = cfg.warp.cols * cfg.n_t;
+    let stride = 4 * cfg.warp.cols;
+    if cfg.is_dense() || warp_width <= cfg.l {
+        1
+    } else if stride <= cfg.l {
+        warp_width / cfg.l.max(1)
+    } else {
+        cfg.n_t / 4
+    }
+}
+
+/// Fragment buffers of the inner loop: two alternate, and a third holds row 0 when w_s is
+/// odd, so that the next tile's row 0 never lands on the last row still to be computed.
+pub fn fragment_buffers(cfg: &KernelConfig) -> u32 {
+    if cfg.w_s() % 2 == 1 {
+        3
+    } else {
+        2
+    }
+}
+
+/// Estimated 32-bit registers per thread: accumulators m_t·n_t, the fragment buffers
+/// (G·m_t of A and n_t of B' each), one index per row and column group, the A blocks staged
+/// in registers by the `Row16` path, the prefetched col_info entries of packing kernels,
+/// and a fixed overhead for addresses and counters. ptxas's report is the final word.
 pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
-    let tiles = cfg.m_t * cfg.n_t + cfg.groups_per_thread() * cfg.m_t + cfg.n_t;
-    let maps = LoadMaps::of(cfg);
-    // Register-staged pipelines hold a whole tile in flight: the double buffer during
-    // compute, the single buffer between its loads and stores (alongside the accumulators).
-    let staging = match cfg.pipeline {
-        Pipeline::RegisterDouble | Pipeline::Single => {
-            maps.a_elems() + 4 * maps.b_vecs() + maps.d_iters
-        }
-        Pipeline::CpAsync { .. } => 0,
+    let groups = index_groups(cfg);
+    let fragments = fragment_buffers(cfg) * (groups * cfg.m_t + cfg.n_t);
+    let indices = if cfg.is_dense() {
+        0
+    } else {
+        cfg.w_s() * groups
     };
-    let col_prefetch = match (cfg.packing, cfg.pipeline) {
-        (true, Pipeline::Single) | (false, _) => 0,
-        (true, _) => maps.a_ksteps,
+    let maps = CopyMaps::of(cfg);
+    let staging = match cfg.a_copy {
+        ACopy::Row16 => 16 * maps.a_units,
+        ACopy::Col16 | ACopy::Row4 => 0,
     };
-    let row_pointers = 2 * (maps.a_rpasses + maps.b_rpasses);
-    tiles + staging + col_prefetch + row_pointers + REGISTER_OVERHEAD
+    let col_prefetch = if cfg.packing { maps.a_units } else { 0 };
+    cfg.m_t * cfg.n_t + fragments + indices + staging + col_prefetch + REGISTER_OVERHEAD
 }
 
-/// The template's global → shared load mappings (A_*, B_*, D_* constants): how many loads
-/// of each operand one thread issues per k-tile.
+/// Registers per thread that `__launch_bounds__(threads, min_blocks)` leaves: the SM's
+/// 64K registers over min_blocks·threads, in the allocation unit of 8, at most 255.
+pub fn register_cap(cfg: &KernelConfig, regs_per_sm: u32) -> u32 {
+    let per_thread = regs_per_sm / (cfg.min_blocks.max(1) * cfg.threads().max(1));
+    (per_thread / 8 * 8).min(MAX_REGISTERS_PER_THREAD)
+}
+
+/// The template's global → shared copy mappings: how many copies of each operand one
+/// thread issues per k-tile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LoadMaps {
-    /// A: column steps × row passes of 4-byte loads.
-    pub a_ksteps: u32,
-    pub a_rpasses: u32,
-    /// B': column steps × row passes of 16-byte loads.
-    pub b_csteps: u32,
-    pub b_rpasses: u32,
-    /// D: 4-byte loads.
-    pub d_iters: u32,
+pub struct CopyMaps {
+    /// A: copy units per thread. `Col16`: 16-byte copies of a column's m_s rows; `Row4`:
+    /// 4-byte copies; `Row16`: 4×4 blocks (four 16-byte loads each).
+    pub a_units: u32,
+    /// B': 16-byte copies per thread.
+    pub b_vecs: u32,
+    /// D: 4-byte copies per thread (0 when dense).
+    pub d_elems: u32,
 }
 
-impl LoadMaps {
+impl CopyMaps {
     pub fn of(cfg: &KernelConfig) -> Self {
         let threads = cfg.threads().max(32);
-        let a_tk = gcd(cfg.k_s.max(1), 8);
-        let a_rows_per_pass = threads / a_tk;
-        let b_vecs_per_row = (cfg.n_s / 4).max(1);
-        let b_tcol = gcd(b_vecs_per_row, threads);
-        let b_rows_per_pass = threads / b_tcol;
+        let a_rows = cfg.a_rows();
+        let a_units = match cfg.a_copy {
+            ACopy::Col16 => {
+                let per_column = (cfg.m_s / 4).max(1);
+                let along = gcd(per_column, threads);
+                (per_column / along) * a_rows.div_ceil(threads / along)
+            }
+            ACopy::Row4 => {
+                let along = gcd(a_rows.max(1), 8);
+                (a_rows / along) * cfg.m_s.div_ceil(threads / along)
+            }
+            ACopy::Row16 => (cfg.m_s / 4 * cfg.k_s / 4).div_ceil(threads),
+        };
+        let b_per_row = (cfg.n_s / 4).max(1);
+        let b_along = gcd(b_per_row, threads);
+        let d_elems = if cfg.is_dense() {
+            0
+        } else {
+            (cfg.w_s() * cfg.q_s()).div_ceil(threads)
+        };
         Self {
-            a_ksteps: cfg.k_s / a_tk,
-            a_rpasses: cfg.m_s.div_ceil(a_rows_per_pass),
-            b_csteps: b_vecs_per_row / b_tcol,
-            b_rpasses: cfg.w_s().div_ceil(b_rows_per_pass),
-            d_iters: (cfg.w_s() * cfg.q_s()).div_ceil(threads),
+            a_units,
+            b_vecs: (b_per_row / b_along) * cfg.w_s().div_ceil(threads / b_along),
+            d_elems,
         }
-    }
-
-    pub fn a_elems(&self) -> u32 {
-        self.a_ksteps * self.a_rpasses
-    }
-
-    pub fn b_vecs(&self) -> u32 {
-        self.b_csteps * self.b_rpasses
     }
 }
 
@@ -203,24 +248,73 @@ fn thread_tile_rules(cfg: &KernelConfig) -> Rule {
 }
 
 fn group_rules(cfg: &KernelConfig) -> Rule {
-    let (n_t, n_s, l) = (cfg.n_t, cfg.n_s, cfg.l);
-    rule(n_t % l == 0 || l % n_t == 0, || {
-        format!("n_t={n_t} and L={l} must divide one another (a thread tile row spans whole column groups or lies inside one)")
-    })?;
+    let (n_s, l) = (cfg.n_s, cfg.l);
     rule(n_s % l == 0 || l % n_s == 0, || {
         format!("n_s={n_s} and L={l} must divide one another (block tiles must not split column groups unevenly)")
+    })?;
+    let width = cfg.warp.cols * cfg.n_t;
+    let stride = 4 * cfg.warp.cols;
+    rule(
+        l % width == 0 || (width % l == 0 && (l % stride == 0 || stride % l == 0)),
+        || {
+            format!(
+                "the warp tile width {}·n_t = {width} and L={l} must divide one another, and so must the sub-tile stride 4·{} = {stride} and L when the warp is wider (each thread's columns must fall in whole column groups)",
+                cfg.warp.cols, cfg.warp.cols
+            )
+        },
+    )
+}
+
+fn copy_rules(cfg: &KernelConfig) -> Rule {
+    if cfg.a_copy != ACopy::Row16 {
+        return Ok(());
+    }
+    rule(!cfg.packing, || {
+        "the arow16 path stages whole k_s windows in registers; packing gathers columns one by one (use arow4)".to_string()
+    })?;
+    rule(cfg.k_s % 4 == 0, || {
+        format!(
+            "the arow16 path copies 4×4 blocks: k_s={} must be a multiple of 4",
+            cfg.k_s
+        )
     })
 }
 
 fn pipeline_rules(cfg: &KernelConfig) -> Rule {
-    if let Pipeline::CpAsync { stages } = cfg.pipeline {
-        rule((2..=4).contains(&stages), || {
-            format!("cp.async pipeline needs 2 to 4 stages, not {stages}")
-        })?;
-    }
+    let stages = cfg.stages;
+    rule(STAGES.contains(&stages), || {
+        format!(
+            "the cp.async ring needs {} to {} stages, not {stages}",
+            STAGES.start(),
+            STAGES.end()
+        )
+    })?;
+    let min_blocks = cfg.min_blocks;
+    rule(MIN_BLOCKS.contains(&min_blocks), || {
+        format!(
+            "min_blocks={min_blocks} must be between {} and {}",
+            MIN_BLOCKS.start(),
+            MIN_BLOCKS.end()
+        )
+    })?;
     let split_k = cfg.split_k;
     rule(SPLIT_K_VALUES.contains(&split_k), || {
         format!("split_k={split_k} must be one of {SPLIT_K_VALUES:?}")
+    })
+}
+
+fn unroll_rules(cfg: &KernelConfig) -> Rule {
+    let fmas = cfg.w_s() * cfg.m_t * cfg.n_t;
+    rule(fmas <= MAX_UNROLLED_FMAS, || {
+        format!("w_s·m_t·n_t = {fmas} FMAs per fully unrolled tile exceed {MAX_UNROLLED_FMAS} (reduce k_s or the thread tile)")
+    })?;
+    let indices = if cfg.is_dense() {
+        0
+    } else {
+        cfg.w_s() * index_groups(cfg)
+    };
+    rule(indices <= MAX_INDEX_REGISTERS, || {
+        format!("a tile's row indices need {indices} registers per thread, more than {MAX_INDEX_REGISTERS} (reduce k_s or the warp tile width)")
     })
 }
 
@@ -241,29 +335,34 @@ fn gpu_rules(cfg: &KernelConfig, gpu: &GpuProfile) -> Rule {
         )
     })?;
     let threads = cfg.threads();
-    rule(threads <= gpu.max_threads_per_sm, || {
+    let min_blocks = cfg.min_blocks;
+    rule(threads * min_blocks <= gpu.max_threads_per_sm, || {
         format!(
-            "{threads} threads per block exceed the {} per SM of {}",
+            "min_blocks={min_blocks} blocks of {threads} threads exceed the {} threads of one SM of {}",
             gpu.max_threads_per_sm, gpu.name
         )
     })?;
-    let block_regs = threads * estimated_registers(cfg);
-    rule(block_regs <= gpu.regs_per_sm, || {
+    rule(smem * min_blocks <= gpu.smem_per_sm, || {
         format!(
-            "a block needs about {block_regs} registers, more than the {} of one SM of {}: not one block fits",
-            gpu.regs_per_sm, gpu.name
+            "min_blocks={min_blocks} blocks of {smem} bytes exceed the {} bytes of shared memory of one SM of {}",
+            gpu.smem_per_sm, gpu.name
         )
     })?;
-    if matches!(cfg.pipeline, Pipeline::CpAsync { .. }) {
-        let cc = gpu.compute_capability;
-        rule(cc >= (8, 0), || {
-            format!(
-                "cp.async needs compute capability 8.0 or newer; {} is {}.{}",
-                gpu.name, cc.0, cc.1
-            )
-        })?;
-    }
-    Ok(())
+    let regs = estimated_registers(cfg);
+    let cap = register_cap(cfg, gpu.regs_per_sm);
+    rule(regs <= cap, || {
+        format!(
+            "needs about {regs} registers per thread; min_blocks={min_blocks} blocks of {threads} threads leave {cap} on {}",
+            gpu.name
+        )
+    })?;
+    let cc = gpu.compute_capability;
+    rule(cc >= (8, 0), || {
+        format!(
+            "cp.async needs compute capability 8.0 or newer; {} is {}.{}",
+            gpu.name, cc.0, cc.1
+        )
+    })
 }
 
 fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
@@ -279,6 +378,19 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     })?;
     rule(cfg.l as usize == problem.l, || {
         format!("compiled for L={}, the problem has L={}", cfg.l, problem.l)
+    })?;
+    rule(cfg.a_layout() == problem.a_layout, || {
+        format!(
+            "compiled for {}-major A, the problem's A is {}-major",
+            cfg.a_layout(),
+            problem.a_layout
+        )
+    })?;
+    rule(cfg.a_copy != ACopy::Row16 || problem.k % 4 == 0, || {
+        format!(
+            "the arow16 path loads 16 bytes of a row: k={} must be a multiple of 4",
+            problem.k
+        )
     })?;
     rule(problem.n % 4 == 0, || {
         format!("n={} must be a multiple of 4", problem.n)

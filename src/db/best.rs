@@ -85,12 +85,13 @@ pub(crate) fn pick_best(candidates: impl IntoIterator<Item = (i64, Measurement)>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codegen::{KernelConfig, Pipeline, WarpLayout};
+    use crate::codegen::{ACopy, KernelConfig, WarpLayout};
     use crate::problem::{NmPattern, Problem};
     use rand::{rngs::SmallRng, Rng, SeedableRng};
 
     fn config(m_s: u32) -> KernelConfig {
         KernelConfig {
+            a_copy: ACopy::Row4,
             m_s,
             n_s: 64,
             k_s: 32,
@@ -100,7 +101,8 @@ mod tests {
             nm: NmPattern { n: 8, m: 32 },
             l: 32,
             packing: false,
-            pipeline: Pipeline::CpAsync { stages: 2 },
+            stages: 2,
+            min_blocks: 1,
             split_k: 1,
         }
     }

@@ -74,9 +74,6 @@ fn bind_problem<'q>(query: Query<'q>, key: &ProblemKey) -> Query<'q> {
         .bind(key.a_layout)
 }
 
-fn parse_layout(text: &str) -> Option<ALayout> {
-    [ALayout::RowMajor].into_iter().find(|l| l.as_str() == text)
-}
 
 /// The id of a GPU by name, inserting a row with only the name when it is new.
 async fn ensure_gpu(conn: &mut SqliteConnection, path: &Path, name: &str) -> Result<i64, DbError> {
@@ -471,7 +468,7 @@ fn decode(row: &SqliteRow, path: &Path) -> Result<(i64, Measurement), DbError> {
             m: cell.small("nm_m")?,
         },
         l: cell.size("l")?,
-        a_layout: cell.parsed("a_layout", parse_layout)?,
+        a_layout: cell.parsed("a_layout", ALayout::parse)?,
     };
     let config_json: String = cell.get("config_json")?;
     let config: KernelConfig = serde_json::from_str(&config_json)

@@ -4,6 +4,7 @@
 //! every entry point checks for the library first and turns its absence into a [`GpuError`].
 
 use super::GpuProfile;
+use crate::problem::ALayout;
 use crate::codegen::nvrtc;
 use cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
@@ -306,24 +307,32 @@ impl Gpu {
         Ok(relative_error_from_sums(host[0], host[1], host[2]))
     }
 
-    /// Row-major C (m×n) = A (m×k) · B (k×n) with cuBLAS SGEMM, FP32 compute, no TF32.
-    pub fn sgemm_row_major(
+    /// Row-major C (m×n) = A (m×k, in `layout`) · B (k×n, row-major) with cuBLAS SGEMM,
+    /// FP32 compute, no TF32.
+    pub fn sgemm(
         &self,
         a: &CudaSlice<f32>,
+        layout: ALayout,
         b: &CudaSlice<f32>,
         c: &mut CudaSlice<f32>,
         (m, n, k): (usize, usize, usize),
     ) -> Result<(), GpuError> {
-        // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: pass B first.
+        // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: pass B first. Row-major A is Aᵀ in
+        // column-major terms (k×m, leading dimension k); column-major A is A itself (m×k,
+        // leading dimension m), transposed by the operation.
+        let (transb, ldb) = match layout {
+            ALayout::RowMajor => (blas_sys::cublasOperation_t::CUBLAS_OP_N, k),
+            ALayout::ColMajor => (blas_sys::cublasOperation_t::CUBLAS_OP_T, m),
+        };
         let cfg = GemmConfig {
             transa: blas_sys::cublasOperation_t::CUBLAS_OP_N,
-            transb: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+            transb,
             m: n as i32,
             n: m as i32,
             k: k as i32,
             alpha: 1.0f32,
             lda: n as i32,
-            ldb: k as i32,
+            ldb: ldb as i32,
             beta: 0.0f32,
             ldc: n as i32,
         };

@@ -181,13 +181,11 @@ impl Line {
             return Err(format!("nm '{}' is not of the form N:M", self.nm));
         };
         let nm = NmPattern::new(n, m).map_err(|e| e.to_string())?;
-        let mut problem =
-            Problem::new(self.m, self.n, self.k, nm, self.l).map_err(|e| e.to_string())?;
-        problem.a_layout = [ALayout::RowMajor]
-            .into_iter()
-            .find(|l| l.as_str() == self.a_layout)
-            .ok_or_else(|| format!("unknown a_layout '{}' (expected row)", self.a_layout))?;
-        Ok(problem)
+        let layout = ALayout::parse(&self.a_layout)
+            .ok_or_else(|| format!("unknown a_layout '{}' (expected row or col)", self.a_layout))?;
+        Problem::new(self.m, self.n, self.k, nm, self.l)
+            .and_then(|p| p.with_layout(layout))
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -250,7 +248,7 @@ fn json_detail(err: &serde_json::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codegen::{Pipeline, WarpLayout};
+    use crate::codegen::{ACopy, WarpLayout};
 
     fn row(median: Option<f64>, m_s: u32) -> Measurement {
         let nm = NmPattern::new(8, 32).unwrap();
@@ -258,6 +256,7 @@ mod tests {
             gpu: "h200".into(),
             problem: Problem::new(256, 4096, 4096, nm, 32).unwrap(),
             config: KernelConfig {
+                a_copy: ACopy::Row4,
                 m_s,
                 n_s: 64,
                 k_s: 64,
@@ -267,7 +266,8 @@ mod tests {
                 nm,
                 l: 32,
                 packing: true,
-                pipeline: Pipeline::CpAsync { stages: 2 },
+                stages: 2,
+                min_blocks: 1,
                 split_k: 1,
             },
             status: Status::Ok,
@@ -316,7 +316,7 @@ mod tests {
                 "unknown field",
             ),
             (
-                &good.replace("nm_spmm_f32_ms64", "nm_spmm_f32_msX"),
+                &good.replace("nm_spmm_f32_arow4_ms64", "nm_spmm_f32_arow4_msX"),
                 "kernel name",
             ),
             (

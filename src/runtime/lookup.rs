@@ -370,16 +370,21 @@ fn unsupported(problem: &Problem) -> RuntimeError {
 /// Why the large Table I tile with k_s = M is rejected for `problem`.
 fn table_one_rejection(problem: &Problem) -> String {
     let probe = KernelConfig {
+        a_copy: match problem.a_layout {
+            crate::problem::ALayout::ColMajor => crate::codegen::ACopy::Col16,
+            crate::problem::ALayout::RowMajor => crate::codegen::ACopy::Row4,
+        },
         m_s: 64,
         n_s: 128,
         k_s: problem.nm.m.max(32),
         m_t: 8,
         n_t: 8,
-        warp: crate::codegen::WarpLayout::new(4, 8),
+        warp: crate::codegen::WarpLayout::new(8, 4),
         nm: problem.nm,
         l: problem.l as u32,
         packing: false,
-        pipeline: crate::codegen::Pipeline::CpAsync { stages: 2 },
+        stages: 2,
+        min_blocks: 1,
         split_k: 1,
     };
     match crate::codegen::validate::validate_structure(&probe)
@@ -420,10 +425,11 @@ fn open_if_present(path: &Path) -> Result<Option<Database>, RuntimeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codegen::{Pipeline, WarpLayout};
+    use crate::codegen::{ACopy, WarpLayout};
 
     fn config(m_s: u32, split_k: u32) -> KernelConfig {
         KernelConfig {
+            a_copy: ACopy::Row4,
             m_s,
             n_s: 64,
             k_s: 64,
@@ -433,7 +439,8 @@ mod tests {
             nm: NmPattern { n: 8, m: 32 },
             l: 32,
             packing: false,
-            pipeline: Pipeline::CpAsync { stages: 2 },
+            stages: 2,
+            min_blocks: 1,
             split_k,
         }
     }

@@ -12,7 +12,7 @@ use super::search;
 use crate::codegen::{search_space, validate, KernelConfig};
 use crate::db::{can_be_best, Measurement, Source};
 use crate::gpu::GpuProfile;
-use crate::problem::{NmPattern, Problem};
+use crate::problem::{ALayout, NmPattern, Problem};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -122,15 +122,17 @@ struct Sample {
 /// Evaluate the model strategy on `rows` (one GPU's measurements; model rows are ignored).
 pub fn evaluate(rows: &[Measurement], profile: &GpuProfile, opts: &EvalOptions) -> Evaluation {
     let sets = measured_sets(rows);
-    let mut spaces: HashMap<(NmPattern, usize), Vec<KernelConfig>> = HashMap::new();
+    let mut spaces: HashMap<(NmPattern, usize, ALayout), Vec<KernelConfig>> = HashMap::new();
     let mut problems = Vec::new();
     for (problem, samples) in &sets {
         if samples.len() < opts.min_configs {
             continue;
         }
         let space = spaces
-            .entry((problem.nm, problem.l))
-            .or_insert_with(|| search_space(problem.nm, problem.l as u32, profile));
+            .entry((problem.nm, problem.l, problem.a_layout))
+            .or_insert_with(|| {
+                search_space(problem.nm, problem.l as u32, problem.a_layout, profile)
+            });
         let valid = space
             .iter()
             .filter(|c| validate::validate_for_problem(c, problem).is_ok())

@@ -95,8 +95,9 @@ impl<'w> Bench<'w> {
             acts,
         };
         let shape = bench.shape();
-        gpu.sgemm_row_major(
+        gpu.sgemm(
             &bench.acts.a_sets[0],
+            problem.a_layout,
             &bench.weight.dense,
             &mut bench.acts.reference,
             shape,
@@ -114,8 +115,9 @@ impl<'w> Bench<'w> {
         let sets = self.acts.sets();
         let (a_sets, c_sets, dense) =
             (&self.acts.a_sets, &mut self.acts.c_sets, &self.weight.dense);
+        let layout = self.problem.a_layout;
         let times = gpu.time_each(plan.warmup, plan.runs, plan.time_limit, |i| {
-            gpu.sgemm_row_major(&a_sets[i % sets], dense, &mut c_sets[i % sets], shape)
+            gpu.sgemm(&a_sets[i % sets], layout, dense, &mut c_sets[i % sets], shape)
         })?;
         Ok(Timing::from_ms(&times))
     }

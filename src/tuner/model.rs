@@ -3,8 +3,8 @@
 //! predicted time for any (configuration, problem, GPU). It prunes the search before anything
 //! is timed, and is the whole answer when no GPU is present.
 
-use crate::codegen::validate::{estimated_registers, LoadMaps};
-use crate::codegen::{KernelConfig, Pipeline};
+use crate::codegen::validate::{estimated_registers, index_groups, register_cap, CopyMaps};
+use crate::codegen::{ACopy, KernelConfig};
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
 
@@ -39,7 +39,7 @@ pub fn expected_packed_columns(cfg: &KernelConfig) -> f64 {
 /// A columns loaded per main-loop step: the whole window, or the packed ones.
 fn a_columns_loaded(cfg: &KernelConfig) -> f64 {
     if cfg.packing {
-        expected_packed_columns(cfg)
+        expected_packed_columns(cfg).min(cfg.a_rows() as f64)
     } else {
         cfg.k_s as f64
     }
@@ -58,9 +58,13 @@ pub fn cmar(cfg: &KernelConfig) -> f64 {
 }
 
 /// Resident blocks per SM, limited by threads, registers, shared memory and the block cap.
-pub fn blocks_per_sm(cfg: &KernelConfig, gpu: &GpuProfile) -> u32 {
+/// Registers are ptxas's count when the kernel was compiled, else the estimate capped by
+/// what `min_blocks` leaves.
+pub fn blocks_per_sm(cfg: &KernelConfig, gpu: &GpuProfile, registers: Option<u32>) -> u32 {
     let threads = cfg.threads().max(1);
-    let regs_per_block = threads * estimated_registers(cfg).div_ceil(8) * 8;
+    let regs = registers
+        .unwrap_or_else(|| estimated_registers(cfg).min(register_cap(cfg, gpu.regs_per_sm)));
+    let regs_per_block = threads * regs.max(1).div_ceil(8) * 8;
     let by_threads = gpu.max_threads_per_sm / threads;
     let by_regs = gpu.regs_per_sm / regs_per_block.max(1);
     let by_smem = gpu.smem_per_sm / cfg.smem_bytes().max(1);
@@ -75,12 +79,13 @@ pub fn blocks_per_sm(cfg: &KernelConfig, gpu: &GpuProfile) -> u32 {
 const TILE_OVERHEAD_INSTRUCTIONS: f64 = 20.0;
 /// Barrier cost per k-tile for each warp of the block: a block waits for its slowest warp.
 const BARRIER_INSTRUCTIONS_PER_WARP: f64 = 4.0;
-/// Instructions per copied element (address arithmetic and the copy itself).
+/// Instructions per copy beside the copy itself (its address).
 const COPY_INSTRUCTIONS: f64 = 2.0;
-/// Extra instructions per A element of a packing kernel: its copies take the checked path
-/// (each element's column comes from col_info: a compare, a select and an address multiply-add,
-/// the triple ptxas showed per element before interior tiles got their unpredicated path).
-const PACKED_COPY_EXTRA_INSTRUCTIONS: f64 = 3.0;
+/// Extra instructions per A copy unit of a packing kernel: its column's prefetch load and
+/// the address multiply-add from it.
+const PACKED_COPY_EXTRA_INSTRUCTIONS: f64 = 2.0;
+/// Instructions per 4×4 block of the `Row16` path: four 16-byte loads, four 16-byte stores.
+const ROW16_BLOCK_INSTRUCTIONS: f64 = 8.0;
 /// Issue slots a scheduler fills at best: ncu measured 0.74 warps issued per scheduler per
 /// cycle on the H100's best 16:32 kernel (docs/results/h100-ncu-v3.txt).
 const PEAK_ISSUE_RATE: f64 = 0.75;
@@ -88,34 +93,37 @@ const PEAK_ISSUE_RATE: f64 = 0.75;
 /// the square root of the ratio (latency no longer hidden).
 const WARPS_PER_SCHEDULER_TO_HIDE_LATENCY: f64 = 2.0;
 
-/// Instructions one thread issues per k-tile. Per compressed row: m_t·n_t FMAs, an index
-/// load and m_t/4 vector A loads per column group, n_t/4 vector B' loads. Per tile: its share
-/// of the A, B' and D copies (the register-staged pipelines also store what they loaded, the
-/// single buffer without overlap), col_info lookups when packing, the barrier and the loop.
+/// Instructions one thread issues per k-tile. Per compressed row: m_t·n_t FMAs, m_t/4 vector
+/// A loads per column group and n_t/4 vector B' loads. Per tile: the row indices (a 16-byte
+/// load per four rows and an address multiply-add per row and group), the thread's share of
+/// the A, B' and D copies, col_info prefetches when packing, the barrier and the loop.
 pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
     let (mt, nt, ws) = (cfg.m_t as f64, cfg.n_t as f64, cfg.w_s() as f64);
-    let groups = cfg.groups_per_thread() as f64;
+    let groups = index_groups(cfg) as f64;
     let threads = cfg.threads().max(1) as f64;
     let fma = mt * nt * ws;
-    let fragments = ws * (groups * (1.0 + mt / 4.0) + nt / 4.0);
-    let maps = LoadMaps::of(cfg);
-    let copy_a = cfg.m_s as f64 * a_columns_loaded(cfg) / threads;
-    let copy_b = maps.b_vecs() as f64;
-    let copies = COPY_INSTRUCTIONS * (copy_a + copy_b + maps.d_iters as f64);
-    let staging = match cfg.pipeline {
-        Pipeline::Single => 1.0,
-        Pipeline::RegisterDouble => 0.5,
-        Pipeline::CpAsync { .. } => 0.0,
-    } * (copy_a + copy_b);
+    let fragments = ws * (groups * mt / 4.0 + nt / 4.0);
+    let indices = if cfg.is_dense() {
+        0.0
+    } else {
+        groups * ((ws / 4.0).ceil() + ws)
+    };
+    let maps = CopyMaps::of(cfg);
+    let a_units = maps.a_units as f64;
+    let copy_a = match cfg.a_copy {
+        ACopy::Col16 | ACopy::Row4 => (1.0 + COPY_INSTRUCTIONS) * a_units,
+        ACopy::Row16 => ROW16_BLOCK_INSTRUCTIONS * a_units,
+    };
+    let copies = copy_a + (1.0 + COPY_INSTRUCTIONS) * (maps.b_vecs as f64 + maps.d_elems as f64);
     let packing = if cfg.packing {
-        PACKED_COPY_EXTRA_INSTRUCTIONS * copy_a
+        PACKED_COPY_EXTRA_INSTRUCTIONS * a_units
     } else {
         0.0
     };
     let warps = threads / 32.0;
     fma + fragments
+        + indices
         + copies
-        + staging
         + packing
         + TILE_OVERHEAD_INSTRUCTIONS
         + BARRIER_INSTRUCTIONS_PER_WARP * warps
@@ -155,14 +163,25 @@ fn compute_seconds(
     seconds
 }
 
-/// Predicted time of `cfg` on `problem` on `gpu`.
+/// Predicted time of `cfg` on `problem` on `gpu`, with estimated registers.
 pub fn predict(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Prediction {
+    predict_with_registers(cfg, problem, gpu, None)
+}
+
+/// [`predict`] with ptxas's register count of the compiled kernel, when known: occupancy is
+/// then what the hardware will grant, not an estimate.
+pub fn predict_with_registers(
+    cfg: &KernelConfig,
+    problem: &Problem,
+    gpu: &GpuProfile,
+    registers: Option<u32>,
+) -> Prediction {
     let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
     let m_tiles = (problem.m as f64 / cfg.m_s as f64).ceil();
     let n_tiles = (problem.n as f64 / cfg.n_s as f64).ceil();
     let k_tiles = (problem.k as f64 / cfg.k_s as f64).ceil();
     let blocks = m_tiles * n_tiles * cfg.split_k as f64;
-    let per_sm = blocks_per_sm(cfg, gpu).max(1) as f64;
+    let per_sm = blocks_per_sm(cfg, gpu, registers).max(1) as f64;
     let slots = per_sm * gpu.sm_count as f64;
     let waves = (blocks / slots).ceil().max(1.0);
     let wave_efficiency = blocks / (waves * slots);
@@ -211,16 +230,18 @@ mod tests {
 
     fn large(nm: NmPattern, packing: bool) -> KernelConfig {
         KernelConfig {
+            a_copy: ACopy::Col16,
             m_s: 64,
             n_s: 128,
             k_s: 32,
             m_t: 8,
             n_t: 8,
-            warp: WarpLayout::new(4, 8),
+            warp: WarpLayout::new(8, 4),
             nm,
             l: 32,
             packing,
-            pipeline: Pipeline::CpAsync { stages: 3 },
+            stages: 3,
+            min_blocks: 1,
             split_k: 1,
         }
     }
@@ -235,17 +256,16 @@ mod tests {
 
     #[test]
     fn instructions_per_tile_by_hand() {
-        // 128 threads (4 warps); w_s = 16. FMAs 8·8·16 = 1024; fragments 16·(1·(1 + 2) + 2)
-        // = 80; copies 2·(A 64·32/128 = 16 + B' 4 vectors + D 1) = 42; barrier 4·4 = 16;
-        // loop 20: 1182.
+        // 128 threads (4 warps); w_s = 16, one column group. FMAs 8·8·16 = 1024; fragments
+        // 16·(2 + 2) = 64; indices 4 + 16 = 20; copies 3·(A 4 + B' 4 + D 1) = 27; barrier
+        // 4·4 = 16; loop 20: 1171 (ptxas's loop for it holds 1182 instructions).
         let cfg = large(NmPattern::new(16, 32).unwrap(), false);
-        assert!((instructions_per_tile(&cfg) - 1182.0).abs() < 1e-9);
-        // Packing at 4:32 copies ~13.2 of 32 columns, each at 2 + 3 instructions.
+        assert!((instructions_per_tile(&cfg) - 1171.0).abs() < 1e-9);
+        // Packing at 4:32 copies the 16 slots 4 groups × 4 rows can name, not 32: two
+        // column copies instead of four, each with its col_info load and multiply-add.
         let nm = NmPattern::new(4, 32).unwrap();
         let (plain, packed) = (large(nm, false), large(nm, true));
-        let saved_columns = 32.0 - expected_packed_columns(&packed);
-        let expected = instructions_per_tile(&plain) - 2.0 * 64.0 * saved_columns / 128.0
-            + 3.0 * 64.0 * expected_packed_columns(&packed) / 128.0;
+        let expected = instructions_per_tile(&plain) - 3.0 * 2.0 + 2.0 * 2.0;
         assert!((instructions_per_tile(&packed) - expected).abs() < 1e-9);
     }
 
@@ -253,7 +273,7 @@ mod tests {
     fn one_block_past_a_full_wave_costs_a_second_wave() {
         let gpu = GpuProfile::builtin("h100").unwrap();
         let cfg = large(NmPattern::new(16, 32).unwrap(), false);
-        let slots = (blocks_per_sm(&cfg, &gpu) * gpu.sm_count) as usize;
+        let slots = (blocks_per_sm(&cfg, &gpu, None) * gpu.sm_count) as usize;
         // m = 64 (one block row), n_s = 128: `slots` blocks fill one wave exactly.
         let problem = |blocks: usize| Problem::new(64, 128 * blocks, 4096, cfg.nm, 32).unwrap();
         let full = predict(&cfg, &problem(slots), &gpu);

@@ -10,7 +10,7 @@ use super::{model, TuneError};
 use crate::codegen::{compile_key, render::template_checksum, search_space, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuError, GpuProfile};
-use crate::problem::{NmPattern, Problem};
+use crate::problem::{ALayout, NmPattern, Problem};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -126,7 +126,11 @@ pub fn tune_with_model(
     let rows: Vec<(Problem, Vec<Measurement>)> = todo
         .par_iter()
         .map(|problem| {
-            let best = model_choice(&spaces[&(problem.nm, problem.l)], problem, profile);
+            let best = model_choice(
+                &spaces[&(problem.nm, problem.l, problem.a_layout)],
+                problem,
+                profile,
+            );
             let row = best.map(|cfg| model_row(&ctx, problem, &cfg, profile));
             (*problem, row.into_iter().collect())
         })
@@ -159,10 +163,11 @@ pub fn tune_with_model(
 fn search_spaces(
     problems: &[Problem],
     profile: &GpuProfile,
-) -> HashMap<(NmPattern, usize), Vec<KernelConfig>> {
-    let keys: BTreeSet<(NmPattern, usize)> = problems.iter().map(|p| (p.nm, p.l)).collect();
+) -> HashMap<(NmPattern, usize, ALayout), Vec<KernelConfig>> {
+    let keys: BTreeSet<(NmPattern, usize, ALayout)> =
+        problems.iter().map(|p| (p.nm, p.l, p.a_layout)).collect();
     keys.into_par_iter()
-        .map(|(nm, l)| ((nm, l), search_space(nm, l as u32, profile)))
+        .map(|(nm, l, a)| ((nm, l, a), search_space(nm, l as u32, a, profile)))
         .collect()
 }
 

@@ -1,7 +1,7 @@
 //! Search strategies: which configurations to time for a problem.
 
 use super::model;
-use crate::codegen::{enumerate, validate, KernelConfig, Pipeline, WarpLayout};
+use crate::codegen::{enumerate, validate, ACopy, KernelConfig, WarpLayout};
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
 use clap::ValueEnum;
@@ -46,10 +46,11 @@ pub const SAMPLE_SIZE: usize = 256;
 
 /// Configurations to time for `problem` on `gpu`, best predicted first.
 pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Vec<KernelConfig> {
-    let space: Vec<KernelConfig> = enumerate::search_space(problem.nm, problem.l as u32, gpu)
-        .into_iter()
-        .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
-        .collect();
+    let space: Vec<KernelConfig> =
+        enumerate::search_space(problem.nm, problem.l as u32, problem.a_layout, gpu)
+            .into_iter()
+            .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
+            .collect();
     match strategy {
         Strategy::Exhaustive => ranked(space, problem, gpu),
         Strategy::Sample => {
@@ -70,11 +71,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
                 .into_iter()
                 .take(PRUNED_TOP)
                 .collect();
-            for seed in table_one_seeds(problem, gpu)
-                .into_iter()
-                .chain(wide_tile_seeds(problem, gpu))
-                .chain(sweep_seeds(problem, gpu))
-            {
+            for seed in table_one_seeds(problem, gpu) {
                 if !picked.contains(&seed) {
                     picked.push(seed);
                 }
@@ -160,22 +157,25 @@ pub fn ranked(
 }
 
 /// The paper's pruning rules: packing only at high sparsity, split-K only when the grid
-/// cannot fill the GPU, thread tiles of at least 4×8, a pipeline that overlaps loads.
+/// cannot fill the GPU, thread tiles of at least 4×8.
 fn paper_rules(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
     let sparse = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
     if cfg.packing && !sparse {
         return false;
     }
+    split_k_allowed(cfg, problem, gpu) && cfg.m_t * cfg.n_t >= 32
+}
+
+/// Split-K only when the grid cannot fill the GPU twice over.
+fn split_k_allowed(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
     let tiles = problem.m.div_ceil(cfg.m_s as usize) * problem.n.div_ceil(cfg.n_s as usize);
-    if cfg.split_k > 1 && tiles >= 2 * gpu.sm_count as usize {
-        return false;
-    }
-    cfg.m_t * cfg.n_t >= 32 && cfg.pipeline != Pipeline::Single
+    cfg.split_k == 1 || tiles < 2 * gpu.sm_count as usize
 }
 
 /// Differs from `a` in exactly one parameter.
 fn is_neighbour(a: &KernelConfig, b: &KernelConfig) -> bool {
     let diffs = [
+        a.a_copy != b.a_copy,
         a.m_s != b.m_s,
         a.n_s != b.n_s,
         a.k_s != b.k_s,
@@ -183,98 +183,45 @@ fn is_neighbour(a: &KernelConfig, b: &KernelConfig) -> bool {
         a.n_t != b.n_t,
         a.warp != b.warp,
         a.packing != b.packing,
-        a.pipeline != b.pipeline,
+        a.stages != b.stages,
+        a.min_blocks != b.min_blocks,
         a.split_k != b.split_k,
     ];
     diffs.iter().filter(|d| **d).count() == 1
 }
 
-/// NM-SpMM Table I (small 32×32/4×4, medium 32×64/8×4, large 64×128/8×8) with the largest
-/// k_s that validates: the "no database yet" default and a seed for every search.
+/// NM-SpMM Table I as the paper and its authors' kernels use it: per size class the block,
+/// thread tile and warp arrangement of the table; k_s = 32 without packing at moderate
+/// sparsity, k_s = 64 with packing above [`PACKING_MIN_SPARSITY`]; two stages. Every class
+/// whose configuration is valid for the problem is a seed of every search (with split-K 2
+/// and 4 where the grid is too small to fill the GPU), so that the tuned kernel is never
+/// slower than the paper's fixed kernels.
 pub fn table_one_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    let size_class = table_one_class(problem);
-    table_one_config(size_class, problem, gpu)
-        .into_iter()
-        .collect()
-}
-
-/// Block tiles 256 columns wide, for problems with enough of them to fill the GPU: on an
-/// H100 at m = n = k = 4096 they beat every 128-wide tile by 5–15 % at each sparsity
-/// (docs/perf-log.md, v2), which the model does not rank high enough by itself.
-pub fn wide_tile_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    let tiles = problem.m.div_ceil(128) * problem.n.div_ceil(256);
-    if tiles < gpu.sm_count as usize {
-        return Vec::new();
+    let mut seeds = Vec::new();
+    for class in 0..TABLE_ONE.len() {
+        let Some(base) = table_one_config(class, problem, gpu) else {
+            continue;
+        };
+        for split_k in [1, 2, 4] {
+            let cfg = KernelConfig { split_k, ..base };
+            let valid = validate::validate(&cfg, gpu).is_ok()
+                && validate::validate_for_problem(&cfg, problem).is_ok()
+                && split_k_allowed(&cfg, problem, gpu);
+            if valid && !seeds.contains(&cfg) {
+                seeds.push(cfg);
+            }
+        }
     }
-    let base = KernelConfig {
-        m_s: 128,
-        n_s: 256,
-        k_s: 32.max(problem.nm.m),
-        m_t: 16,
-        n_t: 8,
-        warp: WarpLayout::new(4, 8),
-        nm: problem.nm,
-        l: problem.l as u32,
-        packing: false,
-        pipeline: Pipeline::CpAsync { stages: 3 },
-        split_k: 1,
-    };
-    let transposed = KernelConfig {
-        m_t: 8,
-        n_t: 16,
-        warp: WarpLayout::new(8, 4),
-        ..base
-    };
-    [base, transposed]
-        .into_iter()
-        .filter(|cfg| {
-            validate::validate(cfg, gpu).is_ok()
-                && validate::validate_for_problem(cfg, problem).is_ok()
-        })
-        .collect()
+    seeds
 }
 
-/// Block shapes that won the sampled sweep of the Llama-7B problems on the H100
-/// (`tuning-db/h100-sweep.sqlite`, docs/perf-log.md) and that the model ranks too low, by
-/// density N/M: at high sparsity narrow (32–64 row) blocks 256 columns wide with few warps
-/// beat the 128×256 tiles by 10–15 % at m = 4096 and by 2× at m = 256. Written with the
-/// window size of M = 32 and split_k 1; split-K 2 and 4 join where the paper's rule allows.
-const SWEEP_SEEDS: [(f64, &str); 9] = [
-    (0.125, "ms32_ns256_ks32_mt8_nt16_w2x16_cp4"),
-    (0.125, "ms32_ns256_ks128_mt8_nt8_w4x8_cp3"),
-    (0.125, "ms32_ns256_ks32_mt8_nt16_w4x8_cp4"),
-    (0.25, "ms64_ns256_ks32_mt16_nt8_w2x16_cp3"),
-    (0.25, "ms64_ns256_ks128_mt8_nt8_w8x4_cp2"),
-    (0.25, "ms64_ns128_ks32_mt16_nt4_w4x8_cp3"),
-    (1.0, "ms64_ns128_ks32_mt8_nt8_w2x16_cp2"),
-    (1.0, "ms32_ns256_ks32_mt8_nt8_w2x16_cp4"),
-    (1.0, "ms128_ns256_ks32_mt8_nt16_w16x2_cp4"),
+/// Table I of the paper: (m_s, n_s, m_t, n_t) of the small, medium and large kernels, with
+/// the warp tiles (m_r, n_r) = (16, 32), (32, 32), (64, 32) as lane grids.
+const TABLE_ONE: [(u32, u32, u32, u32, WarpLayout); 3] = [
+    (32, 32, 4, 4, WarpLayout::new(4, 8)),
+    (32, 64, 8, 4, WarpLayout::new(4, 8)),
+    (64, 128, 8, 8, WarpLayout::new(8, 4)),
 ];
-
-/// The [`SWEEP_SEEDS`] of the problem's density band, valid for it on `gpu`.
-pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    let density = problem.nm.density();
-    let band = SWEEP_SEEDS
-        .iter()
-        .map(|(upper, _)| *upper)
-        .find(|upper| density <= *upper + 1e-9)
-        .unwrap_or(1.0);
-    let (n, m, l) = (problem.nm.n, problem.nm.m, problem.l);
-    SWEEP_SEEDS
-        .iter()
-        .filter(|(upper, _)| *upper == band)
-        .flat_map(|(_, shape)| {
-            let (head, pipe) = shape.rsplit_once('_').unwrap_or((shape, "cp3"));
-            [1, 2, 4].map(|sk| format!("nm_spmm_f32_{head}_n{n}m{m}l{l}_nopack_{pipe}_sk{sk}"))
-        })
-        .filter_map(|name| KernelConfig::parse_name(&name))
-        .filter(|cfg| {
-            validate::validate(cfg, gpu).is_ok()
-                && validate::validate_for_problem(cfg, problem).is_ok()
-                && paper_rules(cfg, problem, gpu)
-        })
-        .collect()
-}
 
 /// Small, medium or large by the paper's Table II examples (512², 1024–2048, ≥ 2048·4096).
 pub fn table_one_class(problem: &Problem) -> usize {
@@ -288,35 +235,34 @@ pub fn table_one_class(problem: &Problem) -> usize {
     }
 }
 
-/// The Table I configuration of a size class, with the largest valid k_s (None if none fits).
+/// The Table I configuration of a size class for the problem's pattern and A layout (the
+/// 4-byte path for row-major A), or None when the pattern's window does not fit its k_s.
 pub fn table_one_config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
-    let (m_s, n_s, m_t, n_t, warp) = [
-        (32, 32, 4, 4, WarpLayout::new(8, 4)),
-        (32, 64, 8, 4, WarpLayout::new(4, 8)),
-        (64, 128, 8, 8, WarpLayout::new(4, 8)),
-    ][class.min(2)];
-    let m_window = problem.nm.m;
+    let (m_s, n_s, m_t, n_t, warp) = TABLE_ONE[class.min(TABLE_ONE.len() - 1)];
     let packing = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
-    (1..=256 / m_window)
-        .rev()
-        .map(|mult| KernelConfig {
-            m_s,
-            n_s,
-            k_s: mult * m_window,
-            m_t,
-            n_t,
-            warp,
-            nm: problem.nm,
-            l: problem.l as u32,
-            packing,
-            pipeline: Pipeline::CpAsync { stages: 2 },
-            split_k: 1,
-        })
-        .find(|cfg| {
-            cfg.k_s <= 64.max(m_window)
-                && validate::validate(cfg, gpu).is_ok()
-                && validate::validate_for_problem(cfg, problem).is_ok()
-        })
+    let paper_k_s = if packing { 64 } else { 32 };
+    let m_window = problem.nm.m;
+    let a_copy = match problem.a_layout {
+        crate::problem::ALayout::ColMajor => ACopy::Col16,
+        crate::problem::ALayout::RowMajor => ACopy::Row4,
+    };
+    let cfg = KernelConfig {
+        a_copy,
+        m_s,
+        n_s,
+        k_s: paper_k_s.max(m_window) / m_window * m_window,
+        m_t,
+        n_t,
+        warp,
+        nm: problem.nm,
+        l: problem.l as u32,
+        packing,
+        stages: 2,
+        min_blocks: 1,
+        split_k: 1,
+    };
+    (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
+        .then_some(cfg)
 }
 
 #[cfg(test)]
@@ -327,16 +273,29 @@ mod tests {
     use std::collections::BTreeSet;
 
     #[test]
-    fn sweep_seeds_follow_the_density_band_and_the_split_k_rule() {
+    fn table_one_is_among_the_candidates_of_every_layout() {
         let gpu = GpuProfile::builtin("h100").unwrap();
-        let problem = |m, n: u32| Problem::new(m, 4096, 4096, NmPattern::new(n, 32).unwrap(), 32);
-        let large = sweep_seeds(&problem(4096, 4).unwrap(), &gpu);
-        assert_eq!(large.len(), 3, "{large:?}");
-        assert!(large.iter().all(|c| c.m_s == 32 && c.split_k == 1));
-        let small = sweep_seeds(&problem(256, 8).unwrap(), &gpu);
-        assert!(small.iter().any(|c| c.split_k > 1) && small.iter().all(|c| c.m_s == 64));
-        let dense = sweep_seeds(&problem(4096, 32).unwrap(), &gpu);
-        assert!(!dense.is_empty() && dense.iter().all(|c| c.nm.n == 32));
+        for layout in crate::problem::ALayout::ALL {
+            for n in [16, 4] {
+                let nm = NmPattern::new(n, 32).unwrap();
+                let problem = Problem::new(4096, 4096, 4096, nm, 32)
+                    .unwrap()
+                    .with_layout(layout)
+                    .unwrap();
+                let large = table_one_config(2, &problem, &gpu).unwrap();
+                assert_eq!(
+                    (large.m_s, large.n_s, large.m_t, large.n_t),
+                    (64, 128, 8, 8)
+                );
+                assert_eq!(large.packing, n == 4);
+                assert_eq!(large.k_s, if n == 4 { 64 } else { 32 });
+                assert_eq!(large.a_layout(), layout);
+                let picked = candidates(&problem, &gpu, Strategy::Pruned);
+                for seed in table_one_seeds(&problem, &gpu) {
+                    assert!(picked.contains(&seed), "{seed} missing");
+                }
+            }
+        }
     }
 
     #[test]
