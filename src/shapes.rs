@@ -2,7 +2,7 @@
 //!
 //! A hand-written YAML file: `defaults` (optional) hold the settings every layer inherits,
 //! `layers` list the weights (n = output features, k = input features) with optional
-//! overrides. Each layer expands to one problem per (sparsity, m):
+//! overrides. Each layer expands to one problem per (A layout, sparsity, m):
 //!
 //! ```yaml
 //! defaults:
@@ -10,6 +10,7 @@
 //!   sparsity: ["8:32", 0.5]  # "N:M", or a fraction / "75%" with the window M below
 //!   M: 32                    # window for fractional sparsities
 //!   L: 32                    # vector length
+//!   a_layout: [row, col]     # layout of A: row-major (default), column-major, or both
 //! layers:
 //!   - { model: llama-7b, name: q_proj, n: 4096, k: 4096 }
 //!   - { model: llama-7b, name: up_proj, n: 11008, k: 4096, m: [1, 16] }
@@ -17,7 +18,7 @@
 //!
 //! Errors are one line naming the file, the line (and column when known) and the fault.
 
-use crate::problem::{NmPattern, Problem};
+use crate::problem::{ALayout, NmPattern, Problem};
 use serde::{Deserialize, Deserializer};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -198,6 +199,8 @@ struct RawSettings {
     window: Option<u32>,
     #[serde(rename = "L")]
     l: Option<usize>,
+    #[serde(default, deserialize_with = "one_or_many_layouts")]
+    a_layout: Option<Vec<ALayout>>,
 }
 
 #[derive(Deserialize)]
@@ -215,6 +218,8 @@ struct RawLayer {
     window: Option<u32>,
     #[serde(rename = "L")]
     l: Option<usize>,
+    #[serde(default, deserialize_with = "one_or_many_layouts")]
+    a_layout: Option<Vec<ALayout>>,
 }
 
 impl RawLayer {
@@ -266,6 +271,23 @@ fn one_or_many_sparsities<'de, D: Deserializer<'de>>(
             .map(Some),
         single => item_text(&single).map(|s| Some(vec![s])).ok_or_else(bad),
     }
+}
+
+/// `a_layout: row`, `a_layout: col` or a list of them.
+fn one_or_many_layouts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<ALayout>>, D::Error> {
+    let layout = |value: &serde_yaml::Value| value.as_str().and_then(ALayout::parse);
+    let bad = || serde::de::Error::custom("a_layout must be row, col, or a list of them");
+    let layouts: Vec<ALayout> = match serde_yaml::Value::deserialize(d)? {
+        serde_yaml::Value::Sequence(items) => items
+            .iter()
+            .map(|v| layout(v).ok_or_else(bad))
+            .collect::<Result<_, _>>()?,
+        single => vec![layout(&single).ok_or_else(bad)?],
+    };
+    if layouts.is_empty() {
+        return Err(serde::de::Error::custom("a_layout list is empty"));
+    }
+    Ok(Some(layouts))
 }
 
 /// Faults in `defaults` that do not depend on any layer: (key, message).
@@ -336,11 +358,21 @@ fn expand_layer(layer: &RawLayer, defaults: &RawSettings) -> Result<Vec<Problem>
         .l
         .or(defaults.l)
         .ok_or("no vector length given: set L in the layer or in defaults")?;
-    let mut problems = Vec::with_capacity(ms.len() * sparsities.len());
-    for text in sparsities {
-        let nm = parse_sparsity(text, window)?;
-        for &m in ms {
-            problems.push(Problem::new(m, layer.n, layer.k, nm, l).map_err(|e| e.to_string())?);
+    let layouts = layer
+        .a_layout
+        .as_ref()
+        .or(defaults.a_layout.as_ref())
+        .map_or(&[ALayout::RowMajor][..], Vec::as_slice);
+    let mut problems = Vec::with_capacity(layouts.len() * ms.len() * sparsities.len());
+    for &layout in layouts {
+        for text in sparsities {
+            let nm = parse_sparsity(text, window)?;
+            for &m in ms {
+                let problem = Problem::new(m, layer.n, layer.k, nm, l)
+                    .and_then(|p| p.with_layout(layout))
+                    .map_err(|e| e.to_string())?;
+                problems.push(problem);
+            }
         }
     }
     Ok(problems)

@@ -74,7 +74,6 @@ fn bind_problem<'q>(query: Query<'q>, key: &ProblemKey) -> Query<'q> {
         .bind(key.a_layout)
 }
 
-
 /// The id of a GPU by name, inserting a row with only the name when it is new.
 async fn ensure_gpu(conn: &mut SqliteConnection, path: &Path, name: &str) -> Result<i64, DbError> {
     sqlx::query("INSERT INTO gpus (name) VALUES (?) ON CONFLICT (name) DO NOTHING")

@@ -4,8 +4,8 @@
 //! every entry point checks for the library first and turns its absence into a [`GpuError`].
 
 use super::GpuProfile;
-use crate::problem::ALayout;
 use crate::codegen::nvrtc;
+use crate::problem::ALayout;
 use cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
 use cudarc::driver::{

@@ -117,7 +117,13 @@ impl<'w> Bench<'w> {
             (&self.acts.a_sets, &mut self.acts.c_sets, &self.weight.dense);
         let layout = self.problem.a_layout;
         let times = gpu.time_each(plan.warmup, plan.runs, plan.time_limit, |i| {
-            gpu.sgemm(&a_sets[i % sets], layout, dense, &mut c_sets[i % sets], shape)
+            gpu.sgemm(
+                &a_sets[i % sets],
+                layout,
+                dense,
+                &mut c_sets[i % sets],
+                shape,
+            )
         })?;
         Ok(Timing::from_ms(&times))
     }
