@@ -12,6 +12,9 @@
 #   sweep FILE  tune the shapes in FILE with the sample strategy into $OUT/sweep.sqlite
 #   tune FILE DB  tune FILE with the default strategy into DB (resumable), report to $OUT
 #   bench DB M  re-time DB's stored best kernels at m = M beside cuBLAS
+#   ncu LIST    ncu scheduler, warp-state, occupancy and memory sections of each kernel in
+#               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
+#   time LIST   nmtune bench of each line of LIST (same format), into $OUT/time.txt
 set -u
 OUT=${OUT:-/tmp/nmtune-out}
 mkdir -p "$OUT"
@@ -21,6 +24,9 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 export NMTUNE_CACHE_DIR=/tmp/nmtune-cubins
 summary=()
 note() { summary+=("$*"); echo "== $*"; }
+# Fold the write-ahead log into the database file, so that the one file that comes back
+# holds every row.
+checkpoint() { python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('pragma wal_checkpoint(TRUNCATE)')" "$1"; }
 limit() { timeout "$@"; }
 
 nmspmm_shapes=("4096 4096 4096 0.5" "4096 4096 4096 0.625" "4096 4096 4096 0.75" "4096 4096 4096 0.875"
@@ -49,6 +55,7 @@ while [ $# -gt 0 ]; do
       limit "${SWEEP_LIMIT:-300}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$OUT/sweep.sqlite" \
         --strategy sample --quiet > "$OUT/sweep.log" 2>&1
       note "sweep: rc=$? $(tail -1 "$OUT/sweep.log")"
+      checkpoint "$OUT/sweep.sqlite"; rm -f "$OUT/sweep.sqlite-wal" "$OUT/sweep.sqlite-shm"
       "$BIN/nmtune" report --db "$OUT/sweep.sqlite" > "$OUT/sweep-report.txt" 2>&1
       cat "$OUT/sweep-report.txt" ;;
     tune)
@@ -56,11 +63,37 @@ while [ $# -gt 0 ]; do
       limit "${TUNE_LIMIT:-500}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" --quiet \
         > "$OUT/tune.log" 2>&1
       note "tune: rc=$? $(tail -1 "$OUT/tune.log")"
-      cp "$db" "$OUT/" ;;
+      checkpoint "$db"; cp "$db" "$OUT/" ;;
     bench)
       db=$1 m=$2; shift 2
       limit 240 "$BIN/nmtune" bench --db "$db" --m "$m" > "$OUT/bench-m$m.txt" 2>&1
       note "bench m=$m: $(tail -8 "$OUT/bench-m$m.txt" | tr '\n' ' ')" ;;
+    ncu)
+      list=$1; shift
+      while read -r m n k nm layout kernel; do
+        [ -z "$kernel" ] && continue
+        echo "#### $kernel at m=$m n=$n k=$k $nm $layout" >> "$OUT/ncu.txt"
+        limit 120 ncu --clock-control none --kernel-name "$kernel" --launch-count 1 \
+          --section SchedulerStats --section WarpStateStats --section Occupancy \
+          --section LaunchStats --section InstructionStats --section MemoryWorkloadAnalysis_Tables \
+          --metrics smsp__issue_active.avg.per_cycle_active,smsp__warps_active.avg.per_cycle_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum \
+          "$BIN/nmtune" bench --m "$m" --n "$n" --k "$k" --nm "$nm" --a-layout "$layout" \
+          --kernels "$kernel" --runs 1 >> "$OUT/ncu.txt" 2>&1
+        echo "#### stall reasons of $kernel" >> "$OUT/ncu.txt"
+        limit 120 ncu --clock-control none --kernel-name "$kernel" --launch-count 1 \
+          --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+          "$BIN/nmtune" bench --m "$m" --n "$n" --k "$k" --nm "$nm" --a-layout "$layout" \
+          --kernels "$kernel" --runs 1 >> "$OUT/ncu.txt" 2>&1
+      done < "$list"
+      note "ncu: $(grep -E 'smsp__issue_active.avg.per_cycle_active|smsp__warps_active.avg.per_cycle_active' "$OUT/ncu.txt" | awk '{print $NF}' | tr '\n' ' ')" ;;
+    time)
+      list=$1; shift
+      while read -r m n k nm layout kernel; do
+        [ -z "$kernel" ] && continue
+        limit 120 "$BIN/nmtune" bench --m "$m" --n "$n" --k "$k" --nm "$nm" --a-layout "$layout" \
+          --kernels "$kernel" --runs 10 >> "$OUT/time.txt" 2>&1
+      done < "$list"
+      note "time: $(grep -c nm_spmm "$OUT/time.txt") lines" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
