@@ -73,7 +73,7 @@ pub enum Status {
     WrongResult,
     /// Stopped early, e.g. clearly slower than the best so far.
     Abandoned,
-    /// Broke a resource constraint before rendering.
+    /// Broke a resource constraint: before rendering, or in ptxas's report (spills).
     Rejected,
 }
 

@@ -323,10 +323,21 @@ fn tune_problem(
     )?;
     let cublas_us = bench.time_cublas(gpu, opts.plan)?.median_us;
     let mut best_us: Option<f64> = None;
-    for config in configs.iter().filter(|c| !already.contains(&c.name())) {
+    let ordered = by_compiled_prediction(configs, problem, built, gpu.profile());
+    for config in ordered.iter().filter(|c| !already.contains(&c.name())) {
         let mut row = ctx.row(problem, config, Status::Ok);
         row.cublas_us = Some(cublas_us);
         match built.get(&compile_key(config).name()) {
+            Some(Ok(b)) if b.compiled.spill_bytes.unwrap_or(0) > 0 => {
+                row.registers = b.compiled.registers;
+                row.spill_bytes = b.compiled.spill_bytes;
+                let bytes = b.compiled.spill_bytes.unwrap_or(0);
+                fail(
+                    &mut row,
+                    Status::Rejected,
+                    format!("ptxas spills {bytes} bytes of registers: rejected before timing"),
+                );
+            }
             Some(Ok(b)) => {
                 row.registers = b.compiled.registers;
                 row.spill_bytes = b.compiled.spill_bytes;
@@ -384,6 +395,30 @@ fn tune_problem(
         ctx.db.record(&row)?;
     }
     Ok(())
+}
+
+/// The candidates fastest first by the model, with each compiled kernel's occupancy from
+/// ptxas's register count rather than the estimate: the first timed sets the bar that
+/// abandons slower ones. Kernels that failed to build keep their place at the end.
+fn by_compiled_prediction(
+    configs: &[KernelConfig],
+    problem: &Problem,
+    built: &HashMap<String, BuildResult>,
+    profile: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let mut keyed: Vec<(f64, KernelConfig)> = configs
+        .iter()
+        .map(|cfg| {
+            let registers = match built.get(&compile_key(cfg).name()) {
+                Some(Ok(b)) => b.compiled.registers,
+                _ => return (f64::INFINITY, *cfg),
+            };
+            let time = model::predict_with_registers(cfg, problem, profile, registers).time_s;
+            (time, *cfg)
+        })
+        .collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    keyed.into_iter().map(|(_, cfg)| cfg).collect()
 }
 
 fn fail(row: &mut Measurement, status: Status, reason: String) {

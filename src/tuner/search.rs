@@ -3,7 +3,7 @@
 use super::model;
 use crate::codegen::{enumerate, validate, ACopy, KernelConfig, WarpLayout};
 use crate::gpu::GpuProfile;
-use crate::problem::Problem;
+use crate::problem::{ALayout, Problem};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
@@ -34,8 +34,8 @@ impl Strategy {
     }
 }
 
-/// Candidates the pruned strategy keeps after the model ranks them.
-const PRUNED_TOP: usize = 6;
+/// Candidates the pruned strategy keeps after the model ranks them (beside the seeds).
+const PRUNED_TOP: usize = 3;
 /// Candidates the model strategy keeps before adding neighbours.
 pub const MODEL_TOP: usize = 3;
 /// Sparsity above which packing is tried (paper §III-A: the bound shifts near 70 %).
@@ -71,7 +71,10 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
                 .into_iter()
                 .take(PRUNED_TOP)
                 .collect();
-            for seed in table_one_seeds(problem, gpu) {
+            for seed in table_one_seeds(problem, gpu)
+                .into_iter()
+                .chain(sweep_seeds(problem, gpu))
+            {
                 if !picked.contains(&seed) {
                     picked.push(seed);
                 }
@@ -215,6 +218,215 @@ pub fn table_one_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig>
     seeds
 }
 
+/// A block shape that won the sampled sweep of template v4 (docs/perf-log.md, "v4"): used for
+/// problems of its A layout whose density N/M is at most `max_density` and above the band
+/// below, with k_s as written (problems whose window M does not divide it skip it).
+struct Seed {
+    layout: ALayout,
+    max_density: f64,
+    a_copy: ACopy,
+    m_s: u32,
+    n_s: u32,
+    k_s: u32,
+    m_t: u32,
+    n_t: u32,
+    warp: WarpLayout,
+    packing: bool,
+    stages: u32,
+    min_blocks: u32,
+}
+
+/// Shorthand for the seed table.
+#[allow(clippy::too_many_arguments)]
+const fn seed(
+    layout: ALayout,
+    max_density: f64,
+    a_copy: ACopy,
+    (m_s, n_s, k_s): (u32, u32, u32),
+    (m_t, n_t): (u32, u32),
+    (rows, cols): (u32, u32),
+    packing: bool,
+    stages: u32,
+    min_blocks: u32,
+) -> Seed {
+    Seed {
+        layout,
+        max_density,
+        a_copy,
+        m_s,
+        n_s,
+        k_s,
+        m_t,
+        n_t,
+        warp: WarpLayout::new(rows, cols),
+        packing,
+        stages,
+        min_blocks,
+    }
+}
+
+/// The winners of the v4 sweep on the H100 (`shapes/sweep-v4.yaml` with `--strategy
+/// sample`: the pruned candidates and 256 pseudo-random valid configurations per pattern and
+/// layout at m = 256 and 4096, 4096², then targeted timings of the best shapes with the
+/// other copy paths; docs/results/v4/): per A layout and density band, the fastest shapes
+/// at m = 4096 and the fastest at m = 256. Split-K 2 and 4 join where the grid is small.
+const SWEEP_SEEDS: [Seed; 31] = {
+    use ACopy::{Col16, Row16, Row4};
+    use ALayout::{ColMajor as C, RowMajor as R};
+    [
+        seed(C, 0.125, Col16, (256, 32, 128), (16, 4), (4, 8), true, 4, 3),
+        seed(C, 0.125, Col16, (64, 128, 64), (8, 8), (8, 4), false, 3, 2),
+        seed(
+            C,
+            0.125,
+            Col16,
+            (128, 256, 32),
+            (8, 16),
+            (16, 2),
+            false,
+            3,
+            1,
+        ),
+        seed(C, 0.125, Col16, (128, 32, 256), (4, 8), (16, 2), true, 2, 2),
+        seed(C, 0.25, Col16, (128, 256, 64), (16, 8), (8, 4), false, 3, 1),
+        seed(
+            C,
+            0.25,
+            Col16,
+            (128, 256, 32),
+            (8, 16),
+            (16, 2),
+            false,
+            3,
+            1,
+        ),
+        seed(C, 0.25, Col16, (64, 64, 64), (16, 4), (4, 8), false, 2, 2),
+        seed(
+            C,
+            0.375,
+            Col16,
+            (128, 256, 64),
+            (8, 16),
+            (16, 2),
+            false,
+            3,
+            1,
+        ),
+        seed(
+            C,
+            0.375,
+            Col16,
+            (128, 256, 32),
+            (16, 8),
+            (8, 4),
+            false,
+            3,
+            1,
+        ),
+        seed(
+            C,
+            0.375,
+            Col16,
+            (64, 256, 64),
+            (4, 16),
+            (16, 2),
+            false,
+            2,
+            1,
+        ),
+        seed(C, 0.5, Col16, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(C, 0.5, Col16, (128, 256, 64), (16, 8), (8, 4), false, 2, 1),
+        seed(C, 1.0, Col16, (64, 128, 32), (8, 8), (2, 16), false, 3, 2),
+        seed(C, 1.0, Col16, (128, 64, 32), (8, 8), (16, 2), false, 3, 2),
+        seed(C, 1.0, Col16, (256, 128, 32), (16, 4), (8, 4), false, 2, 1),
+        seed(
+            R,
+            0.125,
+            Row4,
+            (128, 256, 32),
+            (8, 16),
+            (16, 2),
+            false,
+            3,
+            1,
+        ),
+        seed(R, 0.125, Row4, (128, 256, 32), (8, 8), (16, 2), false, 3, 1),
+        seed(R, 0.125, Row16, (64, 256, 64), (8, 8), (8, 4), false, 4, 1),
+        seed(R, 0.125, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 3),
+        seed(R, 0.25, Row16, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.25, Row4, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(R, 0.25, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 3),
+        seed(
+            R,
+            0.375,
+            Row16,
+            (128, 256, 32),
+            (16, 8),
+            (8, 4),
+            false,
+            3,
+            1,
+        ),
+        seed(R, 0.375, Row16, (64, 128, 32), (8, 8), (8, 4), false, 3, 3),
+        seed(
+            R,
+            0.375,
+            Row4,
+            (128, 256, 32),
+            (8, 16),
+            (16, 2),
+            false,
+            3,
+            1,
+        ),
+        seed(R, 0.5, Row16, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(R, 0.5, Row16, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.5, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 3),
+        seed(R, 1.0, Row4, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
+        seed(R, 1.0, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
+        seed(R, 1.0, Row4, (128, 128, 32), (8, 8), (2, 16), false, 2, 2),
+    ]
+};
+
+/// Density bands of [`SWEEP_SEEDS`], ascending.
+const DENSITY_BANDS: [f64; 5] = [0.125, 0.25, 0.375, 0.5, 1.0];
+
+/// The [`SWEEP_SEEDS`] of the problem's layout and density band, with split-K 1, 2 and 4,
+/// valid for it on `gpu` and allowed by the paper's rules.
+pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let density = problem.nm.density();
+    let band = DENSITY_BANDS
+        .into_iter()
+        .find(|upper| density <= upper + 1e-9)
+        .unwrap_or(1.0);
+    SWEEP_SEEDS
+        .iter()
+        .filter(|s| s.layout == problem.a_layout && s.max_density == band)
+        .flat_map(|s| {
+            [1, 2, 4].map(|split_k| KernelConfig {
+                a_copy: s.a_copy,
+                m_s: s.m_s,
+                n_s: s.n_s,
+                k_s: s.k_s,
+                m_t: s.m_t,
+                n_t: s.n_t,
+                warp: s.warp,
+                nm: problem.nm,
+                l: problem.l as u32,
+                packing: s.packing,
+                stages: s.stages,
+                min_blocks: s.min_blocks,
+                split_k,
+            })
+        })
+        .filter(|cfg| {
+            validate::validate(cfg, gpu).is_ok()
+                && validate::validate_for_problem(cfg, problem).is_ok()
+                && paper_rules(cfg, problem, gpu)
+        })
+        .collect()
+}
+
 /// Table I of the paper: (m_s, n_s, m_t, n_t) of the small, medium and large kernels, with
 /// the warp tiles (m_r, n_r) = (16, 32), (32, 32), (64, 32) as lane grids.
 const TABLE_ONE: [(u32, u32, u32, u32, WarpLayout); 3] = [
@@ -243,8 +455,8 @@ pub fn table_one_config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Op
     let paper_k_s = if packing { 64 } else { 32 };
     let m_window = problem.nm.m;
     let a_copy = match problem.a_layout {
-        crate::problem::ALayout::ColMajor => ACopy::Col16,
-        crate::problem::ALayout::RowMajor => ACopy::Row4,
+        ALayout::ColMajor => ACopy::Col16,
+        ALayout::RowMajor => ACopy::Row4,
     };
     let cfg = KernelConfig {
         a_copy,
@@ -273,9 +485,52 @@ mod tests {
     use std::collections::BTreeSet;
 
     #[test]
+    fn sweep_seeds_follow_the_layout_the_density_band_and_the_split_k_rule() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        let problem = |m, n: u32, layout| {
+            Problem::new(m, 4096, 4096, NmPattern::new(n, 32).unwrap(), 32)
+                .unwrap()
+                .with_layout(layout)
+                .unwrap()
+        };
+        let large = sweep_seeds(&problem(4096, 4, ALayout::ColMajor), &gpu);
+        assert!(!large.is_empty());
+        assert!(large
+            .iter()
+            .all(|c| c.a_copy == ACopy::Col16 && c.split_k == 1));
+        let small = sweep_seeds(&problem(256, 8, ALayout::RowMajor), &gpu);
+        assert!(small.iter().any(|c| c.split_k > 1));
+        assert!(small.iter().all(|c| c.a_layout() == ALayout::RowMajor));
+        let dense = sweep_seeds(&problem(4096, 32, ALayout::RowMajor), &gpu);
+        assert!(!dense.is_empty() && dense.iter().all(|c| c.nm.n == 32));
+        // Every seed of the table is valid for its band's pattern at M = 32 on an H100.
+        for s in &SWEEP_SEEDS {
+            let n = (s.max_density * 32.0).round() as u32;
+            let p = problem(4096, n, s.layout);
+            let cfg = KernelConfig {
+                a_copy: s.a_copy,
+                m_s: s.m_s,
+                n_s: s.n_s,
+                k_s: s.k_s,
+                m_t: s.m_t,
+                n_t: s.n_t,
+                warp: s.warp,
+                nm: p.nm,
+                l: 32,
+                packing: s.packing,
+                stages: s.stages,
+                min_blocks: s.min_blocks,
+                split_k: 1,
+            };
+            validate::validate(&cfg, &gpu).unwrap();
+            validate::validate_for_problem(&cfg, &p).unwrap();
+        }
+    }
+
+    #[test]
     fn table_one_is_among_the_candidates_of_every_layout() {
         let gpu = GpuProfile::builtin("h100").unwrap();
-        for layout in crate::problem::ALayout::ALL {
+        for layout in ALayout::ALL {
             for n in [16, 4] {
                 let nm = NmPattern::new(n, 32).unwrap();
                 let problem = Problem::new(4096, 4096, 4096, nm, 32)
