@@ -5,7 +5,7 @@
 mod common;
 
 use common::{nmtune, one_clear_error_line, one_line_error};
-use nmtune::db::{Database, Measurement, Source, Status};
+use nmtune::db::Database;
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, NmPattern, Problem};
 use nmtune::tuner::search::{candidates, Strategy};
@@ -269,28 +269,6 @@ fn lookup_answers_one_layout_and_never_crosses_to_the_other() {
 
 // ---------------------------------------------------------------- export and replay
 
-fn measured(p: &Problem, config: nmtune::codegen::KernelConfig, median_us: f64) -> Measurement {
-    Measurement {
-        gpu: "h200".into(),
-        problem: *p,
-        config,
-        status: Status::Ok,
-        error: None,
-        median_us: Some(median_us),
-        min_us: Some(median_us * 0.98),
-        runs: 10,
-        verified: true,
-        max_rel_error: Some(2.5e-7),
-        cublas_us: Some(180.0),
-        registers: Some(128),
-        spill_bytes: Some(0),
-        template_checksum: "feed".into(),
-        source: Source::Measured,
-        tool_version: "0.1.0".into(),
-        created_at: "2026-01-02T03:04:05.000006Z".into(),
-    }
-}
-
 /// The same weight measured in both layouts at m = 256 and 512, three candidates each; the
 /// column-major entries are the faster ones.
 fn measured_db(dir: &Path) -> PathBuf {
@@ -316,7 +294,7 @@ fn measured_db(dir: &Path) -> PathBuf {
                 .enumerate()
             {
                 assert_eq!(cfg.a_layout(), layout);
-                rows.push(measured(&p, cfg, base + i as f64));
+                rows.push(common::measured_row(&p, cfg, base + i as f64));
             }
         }
     }
