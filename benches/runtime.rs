@@ -133,7 +133,8 @@ fn gpu_kernels(c: &mut Criterion) {
     for (layer, n, k) in [("q_proj", 4096, 4096), ("up_proj", 11008, 4096)] {
         let w = PreparedWeight::from_dense_kn(&random(k * n, 3), k, n, pattern(), 32).unwrap();
         let dense = gpu.upload(&nmtune::format::decompress(w.weight())).unwrap();
-        let mut sparse = SparseLinear::new(runtime.clone(), w, &gpu.stream).unwrap();
+        let mut sparse =
+            SparseLinear::new(runtime.clone(), w, ALayout::RowMajor, &gpu.stream).unwrap();
         for m in [256, 4096] {
             let a = gpu.upload(&random(m * k, 5)).unwrap();
             let mut c_out = gpu.alloc(m * n).unwrap();

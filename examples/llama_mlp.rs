@@ -75,7 +75,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     println!("tuning database {} (GPU {name})", db.display());
     let lookup = Lookup::open(&db, &name)?;
     let runtime = Runtime::new(lookup, &gpu.ctx)?;
-    let mut layer = SparseLinear::new(runtime, weight, &gpu.stream)?;
+    let mut layer = SparseLinear::new(runtime, weight, ALayout::RowMajor, &gpu.stream)?;
     report_choice(&layer, args.m)?;
 
     let (m, k, n) = (args.m, layer.weight().k(), layer.weight().n());

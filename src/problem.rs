@@ -1,5 +1,5 @@
 //! The problem a kernel solves: `C = alpha * A ⊗ (B', D) + beta * C` with A dense m×k
-//! (row-major), B pruned vector-wise N:M along k with vector length L, C m×n row-major.
+//! (row-major or column-major: [`ALayout`]), B pruned vector-wise N:M along k with vector length L, C m×n row-major.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -24,6 +24,8 @@ pub enum ProblemError {
     NNotMultipleOfL { n: usize, l: usize },
     #[error("m={m} must be a multiple of 4 for column-major A (its columns are copied 16 bytes at a time); pad A's rows")]
     ColMajorRows { m: usize },
+    #[error("unknown A layout '{text}': use row (row-major) or col (column-major)")]
+    BadLayout { text: String },
     #[error("vector length L={l} must be between 1 and 128")]
     LOutOfRange { l: usize },
     #[error(
@@ -162,6 +164,17 @@ impl ALayout {
     }
 }
 
+impl std::str::FromStr for ALayout {
+    type Err = ProblemError;
+
+    /// `row` or `col` (surrounding blanks and case ignored); anything else is a one-line error.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(&text.trim().to_ascii_lowercase()).ok_or_else(|| ProblemError::BadLayout {
+            text: text.to_string(),
+        })
+    }
+}
+
 impl fmt::Display for ALayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -293,6 +306,17 @@ mod tests {
         ));
         assert!(NmPattern::parse("0.3", 32).is_err());
         assert!(NmPattern::parse("0:4", 32).is_err());
+    }
+
+    #[test]
+    fn layouts_parse_from_their_names_only() {
+        assert_eq!(" Col ".parse::<ALayout>().unwrap(), ALayout::ColMajor);
+        assert_eq!("row".parse::<ALayout>().unwrap(), ALayout::RowMajor);
+        let err = "diag".parse::<ALayout>().unwrap_err().to_string();
+        assert!(err.contains("'diag'") && err.contains("row") && err.contains("col"));
+        let p = Problem::new(6, 8, 8, NmPattern::new(2, 4).unwrap(), 4).unwrap();
+        assert!(p.with_layout(ALayout::ColMajor).is_err());
+        assert_eq!(p.with_m(8).unwrap().a_layout, ALayout::RowMajor);
     }
 
     #[test]

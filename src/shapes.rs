@@ -100,6 +100,12 @@ impl std::error::Error for ShapeError {}
 
 /// Read and parse a shapes file.
 pub fn load(path: &Path) -> Result<ShapeSet, ShapeError> {
+    load_with_layouts(path, None)
+}
+
+/// [`load`], with `layouts` (when given) replacing every layer's `a_layout`: what
+/// `nmtune --a-layout` does.
+pub fn load_with_layouts(path: &Path, layouts: Option<&[ALayout]>) -> Result<ShapeSet, ShapeError> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ShapeError {
         origin: origin.clone(),
@@ -107,11 +113,28 @@ pub fn load(path: &Path) -> Result<ShapeSet, ShapeError> {
         column: None,
         message: format!("cannot read shapes file: {e}"),
     })?;
-    parse(&text, &origin)
+    parse_with_layouts(&text, &origin, layouts)
 }
 
 /// Parse shapes-file text; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<ShapeSet, ShapeError> {
+    parse_with_layouts(text, origin, None)
+}
+
+/// [`parse`], with `layouts` (when given) replacing every layer's `a_layout`.
+pub fn parse_with_layouts(
+    text: &str,
+    origin: &str,
+    layouts: Option<&[ALayout]>,
+) -> Result<ShapeSet, ShapeError> {
+    if layouts.is_some_and(|l| l.is_empty()) {
+        return Err(ShapeError {
+            origin: origin.to_string(),
+            line: None,
+            column: None,
+            message: "the a_layout override is an empty list".into(),
+        });
+    }
     let lines = LineIndex::scan(text);
     let at = |line: Option<usize>, message: String| ShapeError {
         origin: origin.to_string(),
@@ -142,7 +165,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ShapeSet, ShapeError> {
     };
     let mut seen = HashSet::new();
     for (index, layer) in layers.iter().enumerate() {
-        let problems = expand_layer(layer, &defaults).map_err(|message| {
+        let problems = expand_layer(layer, &defaults, layouts).map_err(|message| {
             at(
                 lines.layer_line(index, layers.len()),
                 format!("{}: {message}", layer.label(index)),
@@ -337,8 +360,13 @@ fn parse_sparsity(text: &str, window: Option<u32>) -> Result<NmPattern, String> 
     NmPattern::parse(text, window).map_err(|e| e.to_string())
 }
 
-/// The problems of one layer: every sparsity × every m, with overrides applied.
-fn expand_layer(layer: &RawLayer, defaults: &RawSettings) -> Result<Vec<Problem>, String> {
+/// The problems of one layer: every A layout × sparsity × m, with overrides applied (the
+/// caller's `layouts` over the layer's over the defaults').
+fn expand_layer(
+    layer: &RawLayer,
+    defaults: &RawSettings,
+    layouts: Option<&[ALayout]>,
+) -> Result<Vec<Problem>, String> {
     let ms = layer
         .m
         .as_ref()
@@ -358,19 +386,22 @@ fn expand_layer(layer: &RawLayer, defaults: &RawSettings) -> Result<Vec<Problem>
         .l
         .or(defaults.l)
         .ok_or("no vector length given: set L in the layer or in defaults")?;
-    let layouts = layer
-        .a_layout
-        .as_ref()
-        .or(defaults.a_layout.as_ref())
-        .map_or(&[ALayout::RowMajor][..], Vec::as_slice);
+    let overridden = layouts.is_some();
+    let layouts = layouts
+        .or(layer.a_layout.as_deref())
+        .or(defaults.a_layout.as_deref())
+        .unwrap_or(&[ALayout::RowMajor]);
     let mut problems = Vec::with_capacity(layouts.len() * ms.len() * sparsities.len());
     for &layout in layouts {
         for text in sparsities {
             let nm = parse_sparsity(text, window)?;
             for &m in ms {
-                let problem = Problem::new(m, layer.n, layer.k, nm, l)
-                    .and_then(|p| p.with_layout(layout))
-                    .map_err(|e| e.to_string())?;
+                let problem =
+                    Problem::new(m, layer.n, layer.k, nm, l).map_err(|e| e.to_string())?;
+                let problem = problem.with_layout(layout).map_err(|e| {
+                    let given = if overridden { " (--a-layout)" } else { "" };
+                    format!("shape {problem} with a_layout {layout}{given}: {e}")
+                })?;
                 problems.push(problem);
             }
         }

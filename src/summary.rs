@@ -1,13 +1,14 @@
 //! Speed-up summaries shared by `nmtune report` and `nmtune bench`: the geometric mean of
-//! the speed-up over cuBLAS per (m, N:M, L) row, and the worst problem of each row.
+//! the speed-up over cuBLAS per (A layout, m, N:M, L) row, and the worst problem of each row.
 
-use crate::problem::Problem;
+use crate::problem::{ALayout, Problem};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// One row of the summary: all problems of one m and one sparsity pattern.
+/// One row of the summary: all problems of one A layout, one m and one sparsity pattern.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeedupRow {
+    pub a_layout: ALayout,
     pub m: usize,
     /// "N:M".
     pub nm: String,
@@ -18,15 +19,16 @@ pub struct SpeedupRow {
     pub worst_problem: Problem,
 }
 
-/// Group `(problem, speed-up)` pairs by (m, N:M, L); non-finite or non-positive speed-ups
-/// are left out. Rows come sorted by m, then by decreasing N/M (50 % sparsity first).
+/// Group `(problem, speed-up)` pairs by (A layout, m, N:M, L); non-finite or non-positive
+/// speed-ups are left out. Rows come sorted by layout (row-major first), then by m, then by
+/// decreasing N/M (50 % sparsity first).
 pub fn speedup_rows(results: &[(Problem, f64)]) -> Vec<SpeedupRow> {
-    type Key = (usize, std::cmp::Reverse<u64>, u32, usize);
+    type Key = (ALayout, usize, std::cmp::Reverse<u64>, u32, usize);
     let mut groups: BTreeMap<Key, Vec<(Problem, f64)>> = BTreeMap::new();
     for (p, s) in results.iter().filter(|(_, s)| s.is_finite() && *s > 0.0) {
         let density_key = std::cmp::Reverse((p.nm.density() * 1e6).round() as u64);
         groups
-            .entry((p.m, density_key, p.nm.m, p.l))
+            .entry((p.a_layout, p.m, density_key, p.nm.m, p.l))
             .or_default()
             .push((*p, *s));
     }
@@ -40,6 +42,7 @@ pub fn speedup_rows(results: &[(Problem, f64)]) -> Vec<SpeedupRow> {
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .expect("groups are never empty");
             SpeedupRow {
+                a_layout: worst_problem.a_layout,
                 m: worst_problem.m,
                 nm: worst_problem.nm.to_string(),
                 l: worst_problem.l,
@@ -55,14 +58,21 @@ pub fn speedup_rows(results: &[(Problem, f64)]) -> Vec<SpeedupRow> {
 /// The summary as a small text table.
 pub fn speedup_table(rows: &[SpeedupRow]) -> String {
     let mut out = format!(
-        "{:>5} {:>6} {:>3} {:>8} {:>8} {:>6}  {}\n",
-        "m", "N:M", "L", "problems", "geomean", "worst", "worst problem"
+        "{:<3} {:>5} {:>6} {:>3} {:>8} {:>8} {:>6}  {}\n",
+        "A", "m", "N:M", "L", "problems", "geomean", "worst", "worst problem"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:>5} {:>6} {:>3} {:>8} {:>7.2}x {:>5.2}x  {}",
-            r.m, r.nm, r.l, r.problems, r.geomean, r.worst, r.worst_problem
+            "{:<3} {:>5} {:>6} {:>3} {:>8} {:>7.2}x {:>5.2}x  {}",
+            r.a_layout.as_str(),
+            r.m,
+            r.nm,
+            r.l,
+            r.problems,
+            r.geomean,
+            r.worst,
+            r.worst_problem
         );
     }
     out
@@ -91,5 +101,23 @@ mod tests {
         assert!((rows[1].geomean - 4.0).abs() < 1e-12);
         assert_eq!(rows[1].worst, 2.0);
         assert_eq!(rows[1].problems, 2);
+    }
+
+    #[test]
+    fn layouts_are_summarised_apart() {
+        let col = |m, n| problem(m, n).with_layout(ALayout::ColMajor).unwrap();
+        let rows = speedup_rows(&[
+            (col(256, 8), 3.0),
+            (problem(256, 8), 2.0),
+            (col(256, 8), 3.0),
+        ]);
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].a_layout, rows[0].problems), (ALayout::RowMajor, 1));
+        assert_eq!((rows[1].a_layout, rows[1].problems), (ALayout::ColMajor, 2));
+        let table = speedup_table(&rows);
+        assert!(
+            table.lines().nth(2).unwrap().starts_with("col   256"),
+            "{table}"
+        );
     }
 }

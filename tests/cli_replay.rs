@@ -28,25 +28,7 @@ fn ranking(p: &Problem) -> Vec<KernelConfig> {
 }
 
 fn row(p: &Problem, config: KernelConfig, median_us: f64) -> Measurement {
-    Measurement {
-        gpu: "h200".into(),
-        problem: *p,
-        config,
-        status: Status::Ok,
-        error: None,
-        median_us: Some(median_us),
-        min_us: Some(median_us * 0.98),
-        runs: 10,
-        verified: true,
-        max_rel_error: Some(2.5e-7),
-        cublas_us: Some(180.0),
-        registers: Some(128),
-        spill_bytes: Some(0),
-        template_checksum: "feed".into(),
-        source: Source::Measured,
-        tool_version: "0.1.0".into(),
-        created_at: "2026-01-02T03:04:05.000006Z".into(),
-    }
+    common::measured_row(p, config, median_us)
 }
 
 /// A database with two problems of six measured configurations each (the model's six best):

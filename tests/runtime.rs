@@ -6,7 +6,7 @@ use nmtune::codegen::{template_checksum, validate, ACopy, KernelConfig, WarpLayo
 use nmtune::db::{Database, Measurement, Source, Status};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{ALayout, NmPattern, Problem, ProblemError};
 use nmtune::runtime::{Lookup, PreparedWeight, Rule, RuntimeError};
 use nmtune::tuner::search;
 use rand::rngs::SmallRng;
@@ -444,6 +444,113 @@ fn committed_h200_database() {
     }
 }
 
+// ---------------------------------------------------------------- A layouts
+
+/// `config(m_s, pattern)` on the column-major copy path.
+fn col_config(m_s: u32, pattern: NmPattern) -> KernelConfig {
+    let cfg = KernelConfig {
+        a_copy: ACopy::Col16,
+        ..config(m_s, pattern)
+    };
+    validate(&cfg, &h200()).unwrap();
+    cfg
+}
+
+fn col(p: Problem) -> Problem {
+    p.with_layout(ALayout::ColMajor).unwrap()
+}
+
+#[test]
+fn lookups_never_cross_layouts() {
+    // One weight: row-major tuned at m = 256 and 4096, column-major at m = 1024 only.
+    let p = problem(256, 4096, 4096, nm(8, 32));
+    let at = |m: usize| p.with_m(m).unwrap();
+    let (_dir, path) = db_with(&[
+        row(at(256), config(64, p.nm), Source::Measured, 40.0),
+        row(at(4096), config(128, p.nm), Source::Measured, 400.0),
+        row(col(at(1024)), col_config(32, p.nm), Source::Measured, 90.0),
+    ]);
+    let lookup = Lookup::open(&path, GPU).unwrap();
+    assert_eq!(lookup.stats().problems, 3);
+    let answer = |q: Problem| {
+        let choice = lookup.lookup(&q).unwrap();
+        assert_eq!(choice.config.a_layout(), q.a_layout, "{q}: {choice:?}");
+        nmtune::codegen::validate_for_problem(&choice.config, &q).unwrap();
+        choice
+    };
+    // Exact in each layout.
+    assert_eq!(answer(col(at(1024))).rule, Rule::Exact);
+    assert_eq!(answer(col(at(1024))).config, col_config(32, p.nm));
+    assert_eq!(answer(at(256)).rule, Rule::Exact);
+    // Nearest m looks only at the problem's layout: column-major 256 and 4096 borrow from
+    // 1024, though row-major entries sit at those very m; row-major 1024 never borrows the
+    // column-major entry at its own m (256 and 4096 tie on the log scale: the larger wins).
+    for m in [256, 4096] {
+        let choice = answer(col(at(m)));
+        assert_eq!(choice.rule, Rule::NearestM { from_m: 1024 }, "m={m}");
+        assert_eq!(choice.config, col_config(32, p.nm));
+    }
+    let choice = answer(at(1024));
+    assert_eq!(choice.rule, Rule::NearestM { from_m: 4096 });
+    assert_eq!(choice.config, config(128, p.nm));
+    // A weight tuned only row-major: column-major gets the Table I default on the 16-byte
+    // column path, row-major its entry.
+    let (_dir2, path2) = db_with(&[row(p, config(64, p.nm), Source::Measured, 40.0)]);
+    let lookup = Lookup::open(&path2, GPU).unwrap();
+    let default = lookup.lookup(&col(p)).unwrap();
+    assert_eq!(default.rule, Rule::Default);
+    assert_eq!(default.config.a_copy, ACopy::Col16);
+    let class = search::table_one_class(&p);
+    assert_eq!(
+        Some(default.config),
+        search::table_one_config(class, &col(p), &h200())
+    );
+    assert_eq!(lookup.lookup(&p).unwrap().rule, Rule::Exact);
+}
+
+#[test]
+fn entries_whose_kernel_takes_the_other_layout_are_never_used() {
+    // A row stored under a column-major problem with a row-major kernel (a hand-edited or
+    // foreign database): dropped as invalid, the problem gets its default.
+    let p = col(problem(256, 4096, 4096, nm(8, 32)));
+    let crossed = row(p, config(64, p.nm), Source::Measured, 1.0);
+    let lookup = Lookup::from_measurements(h200(), [crossed]);
+    assert_eq!(lookup.stats().invalid_ignored, 1);
+    let choice = lookup.lookup(&p).unwrap();
+    assert_eq!(
+        (choice.rule, choice.config.a_copy),
+        (Rule::Default, ACopy::Col16)
+    );
+}
+
+#[test]
+fn defaults_take_the_copy_path_of_the_layout() {
+    let lookup = Lookup::defaults_only(h200());
+    for (n_keep, window, l) in [
+        (2, 4, 8),
+        (4, 8, 16),
+        (8, 32, 32),
+        (16, 32, 64),
+        (4, 32, 32),
+    ] {
+        for m in [4, 8, 36, 300, 4096, 50_000] {
+            let k = 4 * window as usize * 8;
+            let p = Problem::new(m, 3 * l * 4, k, nm(n_keep, window), l).unwrap();
+            for layout in ALayout::ALL {
+                let q = p.with_layout(layout).unwrap();
+                let choice = lookup.lookup(&q).unwrap_or_else(|e| panic!("{q}: {e}"));
+                assert_eq!(choice.rule, Rule::Default);
+                let want = match layout {
+                    ALayout::ColMajor => ACopy::Col16,
+                    ALayout::RowMajor => ACopy::Row4,
+                };
+                assert_eq!(choice.config.a_copy, want, "{q}");
+                nmtune::codegen::validate_for_problem(&choice.config, &q).unwrap();
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- weight preparation
 
 /// Uniform in ±[0.5, 1.5): never zero, so a kept value is never mistaken for a pruned one.
@@ -638,6 +745,12 @@ fn lookup_for(gpu: &Gpu) -> Lookup {
     Lookup::open(&path, name).unwrap()
 }
 
+/// A runtime on the committed table of the device, with a test cubin cache.
+fn tuned_runtime(gpu: &Gpu) -> std::sync::Arc<Runtime> {
+    let cache = std::env::temp_dir().join("nmtune-runtime-test-cache");
+    Runtime::with_cache_dir(lookup_for(gpu), &gpu.ctx, cache).unwrap()
+}
+
 /// One forward through SparseLinear against the CPU reference; returns (rule, rel error).
 fn check_forward(
     gpu: &Gpu,
@@ -654,11 +767,16 @@ fn check_forward(
     } else {
         nonzero(m * n, seed + 1)
     };
-    let a_dev = gpu.upload(&a).unwrap();
+    // The reference takes row-major A; a column-major layer gets its transpose.
+    let a_dev = match layer.layout() {
+        ALayout::RowMajor => gpu.upload(&a).unwrap(),
+        ALayout::ColMajor => gpu.upload(&transpose(&a, m, k)).unwrap(),
+    };
     let mut c_dev = gpu.upload(&c0).unwrap();
     let choice = layer
         .forward(&gpu.stream, &a_dev, &mut c_dev, m, alpha, beta)
         .unwrap();
+    assert_eq!(choice.config.a_layout(), layer.layout());
     let got = gpu.download(&c_dev).unwrap();
     let mut want = c0;
     reference::spmm(&a, m, w.weight(), alpha, beta, &mut want).unwrap();
@@ -668,9 +786,7 @@ fn check_forward(
 #[test]
 fn gpu_sparse_linear_matches_the_cpu_reference() {
     let Some(gpu) = gpu_or_skip() else { return };
-    let lookup = lookup_for(&gpu);
-    let cache = std::env::temp_dir().join("nmtune-runtime-test-cache");
-    let runtime = Runtime::with_cache_dir(lookup, &gpu.ctx, cache).unwrap();
+    let runtime = tuned_runtime(&gpu);
     // Tuned weights (packing + split-K at 4:32, non-packing at 8:32) and an untuned one.
     let weights = [
         (2048, 2048, nm(4, 32), 32),
@@ -682,7 +798,8 @@ fn gpu_sparse_linear_matches_the_cpu_reference() {
     for (i, (n, k, pattern, l)) in weights.into_iter().enumerate() {
         let dense_nk = nonzero(n * k, 100 + i as u64);
         let w = PreparedWeight::from_dense_nk(&dense_nk, n, k, pattern, l).unwrap();
-        let mut layer = SparseLinear::new(runtime.clone(), w, &gpu.stream).unwrap();
+        let mut layer =
+            SparseLinear::new(runtime.clone(), w, ALayout::RowMajor, &gpu.stream).unwrap();
         // m = 256 is tuned, 300 and 37 are not; 4096 after 256 grows the workspace.
         for (j, m) in [256, 300, 37, 4096].into_iter().enumerate() {
             let scale = if j % 2 == 0 { (1.25, -0.5) } else { (1.0, 0.0) };
@@ -704,12 +821,18 @@ fn gpu_sparse_linear_matches_the_cpu_reference() {
     }
 }
 
+/// A 256×128 8:32 weight on a defaults-only runtime, taking A in `layout`.
+fn small_layer(gpu: &Gpu, layout: ALayout) -> SparseLinear {
+    let runtime = Runtime::new(Lookup::defaults_only(gpu.profile().clone()), &gpu.ctx).unwrap();
+    let w = PreparedWeight::from_dense_kn(&nonzero(256 * 128, 1), 256, 128, nm(8, 32), 32).unwrap();
+    SparseLinear::new(runtime, w, layout, &gpu.stream).unwrap()
+}
+
 #[test]
 fn gpu_buffer_and_shape_mismatches_are_errors() {
     let Some(gpu) = gpu_or_skip() else { return };
-    let runtime = Runtime::new(Lookup::defaults_only(gpu.profile().clone()), &gpu.ctx).unwrap();
-    let w = PreparedWeight::from_dense_kn(&nonzero(256 * 128, 1), 256, 128, nm(8, 32), 32).unwrap();
-    let mut layer = SparseLinear::new(runtime, w, &gpu.stream).unwrap();
+    let mut layer = small_layer(&gpu, ALayout::RowMajor);
+    assert_eq!(layer.layout(), ALayout::RowMajor);
     let a = gpu.alloc(64 * 256).unwrap();
     let mut c = gpu.alloc(64 * 128).unwrap();
     let too_many_rows = layer.forward(&gpu.stream, &a, &mut c, 65, 1.0, 0.0);
@@ -729,6 +852,100 @@ fn gpu_buffer_and_shape_mismatches_are_errors() {
         matches!(refused, Err(RuntimeError::Codegen(_))),
         "{refused:?}"
     );
+    assert!(layer.forward(&gpu.stream, &a, &mut c, 64, 1.0, 0.0).is_ok());
+    gpu.synchronize().unwrap();
+}
+
+#[test]
+fn gpu_column_major_sparse_linear_matches_the_cpu_reference() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let runtime = tuned_runtime(&gpu);
+    let mut failures = Vec::new();
+    for (i, (n, k, pattern, l)) in [
+        (2048, 2048, nm(4, 32), 32),
+        (2048, 2048, nm(16, 32), 32),
+        (640, 512, nm(2, 8), 16),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dense_nk = nonzero(n * k, 200 + i as u64);
+        let w = PreparedWeight::from_dense_nk(&dense_nk, n, k, pattern, l).unwrap();
+        let mut layer =
+            SparseLinear::new(runtime.clone(), w, ALayout::ColMajor, &gpu.stream).unwrap();
+        assert_eq!(layer.layout(), ALayout::ColMajor);
+        // Tuned and untuned m, all multiples of 4 as column-major A needs; the edge tiles of
+        // m = 36 and 300 too.
+        for (j, m) in [256, 300, 36, 4096].into_iter().enumerate() {
+            let scale = if j % 2 == 0 { (1.25, -0.5) } else { (1.0, 0.0) };
+            let (rule, err) = check_forward(&gpu, &mut layer, m, scale, (10 * i + j) as u64);
+            let kernel = layer.choose(m).unwrap().config.name();
+            eprintln!("col {n}×{k} {pattern} L={l} m={m}: {rule}, {kernel}, rel error {err:.2e}");
+            assert!(kernel.contains("_acol16_"), "{kernel}");
+            if err.is_nan() || err > 1e-5 {
+                failures.push(format!("col {n}×{k} {pattern} m={m} {kernel}: {err:.3e}"));
+            }
+        }
+    }
+    // The search's first column-major candidates (packing or not, split-K), through
+    // forward_with, against the same reference.
+    let p = Problem::new(256, 1024, 2048, nm(8, 32), 32)
+        .unwrap()
+        .with_layout(ALayout::ColMajor)
+        .unwrap();
+    let dense_nk = nonzero(p.n * p.k, 300);
+    let w = PreparedWeight::from_dense_nk(&dense_nk, p.n, p.k, p.nm, p.l).unwrap();
+    let mut layer = SparseLinear::new(runtime, w.clone(), ALayout::ColMajor, &gpu.stream).unwrap();
+    let a = nonzero(p.m * p.k, 301);
+    let a_dev = gpu.upload(&transpose(&a, p.m, p.k)).unwrap();
+    let mut want = vec![0.0; p.m * p.n];
+    reference::spmm(&a, p.m, w.weight(), 1.0, 0.0, &mut want).unwrap();
+    for cfg in search::candidates(&p, gpu.profile(), search::Strategy::Pruned) {
+        let mut c_dev = gpu.alloc(p.m * p.n).unwrap();
+        layer
+            .forward_with(&cfg, &gpu.stream, &a_dev, &mut c_dev, p.m, 1.0, 0.0)
+            .unwrap();
+        let err = reference::relative_error(&gpu.download(&c_dev).unwrap(), &want);
+        eprintln!("col {p} {cfg}: rel error {err:.2e}");
+        if err.is_nan() || err > 1e-5 {
+            failures.push(format!("{p} {cfg}: {err:.3e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn gpu_layer_layouts_are_checked_never_transposed() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let mut layer = small_layer(&gpu, ALayout::ColMajor);
+    let a = gpu.alloc(64 * 256).unwrap();
+    let mut c = gpu.alloc(64 * 128).unwrap();
+    // Column-major A needs m to be a multiple of 4.
+    let odd = layer.forward(&gpu.stream, &a, &mut c, 62, 1.0, 0.0);
+    assert!(
+        matches!(
+            odd,
+            Err(RuntimeError::Problem(ProblemError::ColMajorRows { m: 62 }))
+        ),
+        "{odd:?}"
+    );
+    let too_many_rows = layer.forward(&gpu.stream, &a, &mut c, 68, 1.0, 0.0);
+    let shown = too_many_rows.as_ref().map(|_| ()).unwrap_err().to_string();
+    assert!(
+        shown.contains("column-major") && shown.contains("_acol"),
+        "{shown}"
+    );
+    // A kernel compiled for row-major A is refused, whatever else is right about it.
+    let chosen = layer.choose(64).unwrap().config;
+    assert_eq!(chosen.a_copy, ACopy::Col16);
+    for a_copy in [ACopy::Row4, ACopy::Row16] {
+        let other = KernelConfig { a_copy, ..chosen };
+        let refused = layer.forward_with(&other, &gpu.stream, &a, &mut c, 64, 1.0, 0.0);
+        assert!(
+            matches!(refused, Err(RuntimeError::LayoutMismatch { .. })),
+            "{refused:?}"
+        );
+    }
     assert!(layer.forward(&gpu.stream, &a, &mut c, 64, 1.0, 0.0).is_ok());
     gpu.synchronize().unwrap();
 }

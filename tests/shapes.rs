@@ -1,7 +1,7 @@
 //! The shapes file: the shipped files, overrides, and one-line errors that place the fault.
 
-use nmtune::problem::{NmPattern, Problem};
-use nmtune::shapes::{load, parse, ShapeError};
+use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::shapes::{load, parse, parse_with_layouts, ShapeError};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -254,4 +254,99 @@ fn missing_file_is_named() {
         "{err}"
     );
     assert!(err.message.contains("cannot read"), "{err}");
+}
+
+// ---------------------------------------------------------------- A layouts
+
+fn layouts_of(set: &nmtune::shapes::ShapeSet, name: &str) -> Vec<(usize, ALayout)> {
+    set.entries
+        .iter()
+        .filter(|e| e.layer.as_deref() == Some(name))
+        .map(|e| (e.problem.m, e.problem.a_layout))
+        .collect()
+}
+
+#[test]
+fn a_layout_row_col_or_both_default_and_per_layer() {
+    let text = "\
+defaults: { m: [256], sparsity: \"8:32\", L: 32, a_layout: col }
+layers:
+  - { name: inherits, n: 64, k: 64 }
+  - { name: row, n: 128, k: 64, a_layout: row }
+  - { name: both, n: 256, k: 64, a_layout: [row, col], m: [8, 16] }
+";
+    let set = parse(text, "test.yaml").unwrap();
+    use ALayout::{ColMajor as Col, RowMajor as Row};
+    assert_eq!(layouts_of(&set, "inherits"), vec![(256, Col)]);
+    assert_eq!(layouts_of(&set, "row"), vec![(256, Row)]);
+    assert_eq!(
+        layouts_of(&set, "both"),
+        vec![(8, Row), (16, Row), (8, Col), (16, Col)]
+    );
+    let col = set.entries[0].problem;
+    assert_eq!(col.to_string(), "m256_n64_k64_8:32_l32_acol");
+    // Without a_layout anywhere, A is row-major.
+    let set = parse(
+        "layers:\n  - { n: 64, k: 64, m: 3, sparsity: \"8:32\", L: 32 }\n",
+        "test.yaml",
+    )
+    .unwrap();
+    assert_eq!(set.entries[0].problem.a_layout, Row);
+}
+
+#[test]
+fn bad_a_layouts_name_file_and_line() {
+    let err = parse_err(
+        "layers:\n  - { n: 64, k: 64, m: 8, sparsity: \"8:32\", L: 32 }\n  - { n: 64, k: 64, m: 8, sparsity: \"8:32\", L: 32, a_layout: diag }\n",
+    );
+    assert_eq!(err.line, Some(3), "{err}");
+    assert!(err.message.contains("a_layout must be row, col"), "{err}");
+    let err = parse_err("defaults:\n  L: 32\n  a_layout: []\nlayers:\n  - { n: 64, k: 64 }\n");
+    assert!(err.message.contains("a_layout list is empty"), "{err}");
+    let err = parse_err("defaults:\n  a_layout: [row, 7]\nlayers:\n  - { n: 64, k: 64 }\n");
+    assert_eq!(err.line, Some(2), "{err}");
+}
+
+#[test]
+fn column_major_a_needs_m_a_multiple_of_4_and_the_error_names_the_shape() {
+    let text = "\
+defaults: { sparsity: \"8:32\", L: 32 }
+layers:
+  - { name: ok, n: 64, k: 64, m: [4, 8], a_layout: col }
+  - { model: m7, name: odd, n: 64, k: 128, m: [8, 6], a_layout: [row, col] }
+";
+    let err = parse_err(text);
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with("test.yaml:4: layer 'odd' (m7): shape m6_n64_k128_8:32_l32 with a_layout col: m=6 must be a multiple of 4"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn layout_override_replaces_the_files_layouts() {
+    let text = "\
+defaults: { m: [6, 8], sparsity: \"8:32\", L: 32 }
+layers:
+  - { name: a, n: 64, k: 64, a_layout: col, m: 8 }
+  - { name: b, n: 128, k: 64 }
+";
+    use ALayout::{ColMajor as Col, RowMajor as Row};
+    let set = parse_with_layouts(text, "test.yaml", None).unwrap();
+    assert_eq!(layouts_of(&set, "a"), vec![(8, Col)]);
+    assert_eq!(layouts_of(&set, "b"), vec![(6, Row), (8, Row)]);
+    let rows = parse_with_layouts(text, "test.yaml", Some(&[Row])).unwrap();
+    assert_eq!(layouts_of(&rows, "a"), vec![(8, Row)]);
+    assert_eq!(rows.len(), 3);
+    // Both layouts for every layer: b's m = 6 cannot be column-major, and the error says the
+    // layout came from the override.
+    let err = parse_with_layouts(text, "test.yaml", Some(&[Row, Col])).unwrap_err();
+    assert_eq!(err.line, Some(4), "{err}");
+    assert!(
+        err.message
+            .contains("shape m6_n128_k64_8:32_l32 with a_layout col (--a-layout): m=6"),
+        "{err}"
+    );
+    let err = parse_with_layouts(text, "test.yaml", Some(&[])).unwrap_err();
+    assert!(err.message.contains("empty"), "{err}");
 }

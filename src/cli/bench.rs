@@ -44,7 +44,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 32)]
     l: usize,
     /// Layout of A: row (m×k row-major) or col (column-major, the paper's).
-    #[arg(long, value_enum, default_value = "row")]
+    #[arg(long, value_name = "LAYOUT", default_value = "row", value_parser = super::tune::parse_a_layout)]
     a_layout: ALayout,
     /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_ms128_ns128_…
     #[arg(long, value_delimiter = ',')]

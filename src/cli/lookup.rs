@@ -4,7 +4,7 @@
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use nmtune::codegen::KernelConfig;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{ALayout, NmPattern, Problem};
 use nmtune::runtime::{Choice, Lookup, Rule};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -38,6 +38,10 @@ pub struct LookupArgs {
     /// Vector length L.
     #[arg(long, default_value_t = 32)]
     l: usize,
+    /// Layout of A: row (m×k row-major) or col (column-major); only kernels compiled for it
+    /// answer.
+    #[arg(long, value_name = "LAYOUT", default_value = "row", value_parser = super::tune::parse_a_layout)]
+    a_layout: ALayout,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 }
@@ -51,6 +55,8 @@ struct Answer {
     k: usize,
     nm: String,
     l: usize,
+    /// `row` or `col`.
+    a_layout: ALayout,
     kernel: String,
     config: KernelConfig,
     /// `exact`, `nearest_m` or `default`.
@@ -77,6 +83,7 @@ impl Answer {
             k: p.k,
             nm: p.nm.to_string(),
             l: p.l,
+            a_layout: p.a_layout,
             kernel: choice.config.name(),
             config: choice.config,
             rule: choice.rule.as_str(),
@@ -94,7 +101,7 @@ impl Answer {
 
 pub fn run(args: &LookupArgs) -> anyhow::Result<()> {
     let nm = NmPattern::parse(&args.nm, 32)?;
-    let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?;
+    let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?.with_layout(args.a_layout)?;
     // A typo in --db should not quietly turn into "defaults for everything".
     if !args.db.exists() {
         bail!("{} does not exist", args.db.display());
@@ -122,7 +129,10 @@ fn table(a: &Answer, choice: &Choice) -> String {
         ("gpu", a.gpu.clone()),
         (
             "problem",
-            format!("m={} n={} k={} {} L={}", a.m, a.n, a.k, a.nm, a.l),
+            format!(
+                "m={} n={} k={} {} L={} A {}-major",
+                a.m, a.n, a.k, a.nm, a.l, a.a_layout
+            ),
         ),
         ("kernel", a.kernel.clone()),
         ("rule", choice.rule.to_string()),

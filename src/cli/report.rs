@@ -2,6 +2,7 @@
 
 use clap::{Args, ValueEnum};
 use nmtune::db::{Database, Measurement};
+use nmtune::problem::ALayout;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -20,6 +21,9 @@ pub struct ReportArgs {
     /// Only this GPU's entries.
     #[arg(long, value_name = "NAME")]
     gpu: Option<String>,
+    /// Only problems with A in this layout: row or col.
+    #[arg(long, value_name = "LAYOUT", value_parser = super::tune::parse_a_layout)]
+    a_layout: Option<ALayout>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Also draw the roofline of the best entries into this file (.png or .svg).
@@ -36,6 +40,8 @@ pub struct ReportRow {
     pub k: usize,
     pub nm: String,
     pub l: usize,
+    /// `row` or `col`.
+    pub a_layout: ALayout,
     pub kernel: String,
     pub config: nmtune::codegen::KernelConfig,
     pub median_us: Option<f64>,
@@ -63,6 +69,7 @@ impl ReportRow {
             k: p.k,
             nm: p.nm.to_string(),
             l: p.l,
+            a_layout: p.a_layout,
             kernel: best.config.name(),
             config: best.config,
             median_us: best.median_us,
@@ -79,7 +86,10 @@ impl ReportRow {
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let db = Database::open_read_only(&args.db)?;
-    let best = db.best_entries(args.gpu.as_deref())?;
+    let mut best = db.best_entries(args.gpu.as_deref())?;
+    if let Some(layout) = args.a_layout {
+        best.retain(|b| b.problem.a_layout == layout);
+    }
     if let Some(path) = &args.plot {
         super::report_plot::plot(&db, &best, path)?;
     }
@@ -93,13 +103,15 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Geometric-mean speed-up per (m, N:M, L) and the worst problem of each row.
+/// Geometric-mean speed-up per (A layout, m, N:M, L) and the worst problem of each row.
 fn summary(rows: &[ReportRow]) -> String {
     let results: Vec<(nmtune::problem::Problem, f64)> = rows
         .iter()
         .filter_map(|r| {
             let nm = nmtune::problem::NmPattern::parse(&r.nm, 32).ok()?;
-            let problem = nmtune::problem::Problem::new(r.m, r.n, r.k, nm, r.l).ok()?;
+            let problem = nmtune::problem::Problem::new(r.m, r.n, r.k, nm, r.l)
+                .and_then(|p| p.with_layout(r.a_layout))
+                .ok()?;
             Some((problem, r.speedup?))
         })
         .collect();
@@ -119,16 +131,17 @@ fn opt(value: Option<f64>, decimals: usize) -> String {
 }
 
 fn to_csv(rows: &[ReportRow]) -> String {
-    let mut out = String::from("gpu,m,n,k,nm,l,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,source,verified\n");
+    let mut out = String::from("gpu,m,n,k,nm,l,a_layout,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,source,verified\n");
     for r in rows {
         out += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
             r.gpu,
             r.m,
             r.n,
             r.k,
             r.nm,
             r.l,
+            r.a_layout,
             r.kernel,
             opt(r.median_us, 2),
             opt(r.effective_tflops, 2),
@@ -148,13 +161,14 @@ fn to_table(rows: &[ReportRow]) -> String {
         return "no entries\n".into();
     }
     let mut out = format!(
-        "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
+        "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
         "gpu",
         "m",
         "n",
         "k",
         "N:M",
         "L",
+        "A",
         "median_us",
         "eff_TF/s",
         "cublas_us",
@@ -167,8 +181,8 @@ fn to_table(rows: &[ReportRow]) -> String {
     for r in rows {
         out +=
             &format!(
-            "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
-            r.gpu, r.m, r.n, r.k, r.nm, r.l,
+            "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
+            r.gpu, r.m, r.n, r.k, r.nm, r.l, r.a_layout.as_str(),
             opt(r.median_us, 1), opt(r.effective_tflops, 2), opt(r.cublas_us, 1),
             opt(r.speedup, 2), opt(r.fraction_of_ideal.map(|f| f * 100.0), 1),
             r.source, if r.verified { "yes" } else { "no" }, r.kernel

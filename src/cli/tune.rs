@@ -5,7 +5,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use nmtune::db::Database;
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
-use nmtune::problem::Problem;
+use nmtune::problem::{ALayout, Problem};
 use nmtune::replay::MeasurementLog;
 use nmtune::tuner::{self, measure::TimingPlan, Strategy, TuneOptions, TuneSummary};
 use std::path::PathBuf;
@@ -32,6 +32,10 @@ pub struct TuneArgs {
     /// Tuning database to write [default: tuning-db/<gpu>.sqlite].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
+    /// Layouts of A to tune, replacing the shapes file's a_layout: row, col, or row,col for
+    /// both [default: the file's, else row].
+    #[arg(long, value_name = "LAYOUT", value_delimiter = ',', value_parser = parse_a_layout)]
+    a_layout: Vec<ALayout>,
     /// Search strategy.
     #[arg(long, value_enum, default_value_t = Strategy::Pruned)]
     strategy: Strategy,
@@ -74,7 +78,11 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     if args.measurements.is_some() && args.backend != Some(Backend::Replay) {
         bail!("--measurements is read only by --backend replay");
     }
-    let shapes = nmtune::shapes::load(shapes_path)?;
+    let mut layouts = args.a_layout.clone();
+    layouts.sort();
+    layouts.dedup();
+    let layouts = (!layouts.is_empty()).then_some(layouts.as_slice());
+    let shapes = nmtune::shapes::load_with_layouts(shapes_path, layouts)?;
     let problems: Vec<Problem> = shapes.entries.iter().map(|e| e.problem).collect();
     let on_gpu = matches!(args.backend, None | Some(Backend::Gpu));
     if on_gpu && !supervise::is_worker() && device::driver_present() {
@@ -239,4 +247,10 @@ fn parse_time_limit(text: &str) -> Result<f64, String> {
             "'{text}' is not a time limit between 0.01 and 3600 seconds"
         )),
     }
+}
+
+/// `--a-layout` values: `row` or `col`, a one-line error naming both otherwise.
+pub fn parse_a_layout(text: &str) -> Result<ALayout, String> {
+    text.parse()
+        .map_err(|e: nmtune::problem::ProblemError| e.to_string())
 }

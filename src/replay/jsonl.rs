@@ -147,6 +147,14 @@ impl Line {
                 self.kernel, config.nm, config.l, problem.nm, problem.l
             ));
         }
+        if config.a_layout() != problem.a_layout {
+            return Err(format!(
+                "kernel {} takes {}-major A, the line's a_layout is {}",
+                self.kernel,
+                config.a_layout(),
+                problem.a_layout
+            ));
+        }
         if self.gpu.trim().is_empty() {
             return Err("empty gpu name".into());
         }
@@ -307,6 +315,33 @@ mod tests {
     }
 
     #[test]
+    fn column_major_rows_round_trip() {
+        let mut col = row(Some(12.5), 64);
+        col.problem = col.problem.with_layout(ALayout::ColMajor).unwrap();
+        col.config.a_copy = ACopy::Col16;
+        let rows = vec![row(Some(12.5), 64), col.clone()];
+        let text = to_text(&rows);
+        let col_line = text.lines().find(|l| l.contains("\"a_layout\":\"col\""));
+        let col_line = col_line.expect("a col line");
+        assert!(
+            col_line.contains("\"kernel\":\"nm_spmm_f32_acol16_ms64"),
+            "{text}"
+        );
+        let back = parse(&text, Path::new("x.jsonl")).unwrap();
+        assert!(back.contains(&col) && back.contains(&rows[0]), "{back:?}");
+        assert_eq!(to_text(&back), text);
+        // A line whose kernel takes the other layout is refused.
+        let crossed = col_line.replace("\"col\"", "\"row\"");
+        let err = parse(&crossed, Path::new("x.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("takes col-major A"), "{err}");
+        let odd = col_line.replace("\"m\":256", "\"m\":258");
+        let err = parse(&odd, Path::new("x.jsonl")).unwrap_err().to_string();
+        assert!(err.contains("multiple of 4"), "{err}");
+    }
+
+    #[test]
     fn bad_lines_name_file_and_line() {
         let good = to_text(&[row(Some(1.0), 64)]);
         let cases = [
@@ -324,6 +359,10 @@ mod tests {
                 "is for 8:32",
             ),
             (&good.replace("\"k\":4096", "\"k\":4100"), "multiple of M"),
+            (
+                &good.replace("\"a_layout\":\"row\"", "\"a_layout\":\"diag\""),
+                "unknown a_layout 'diag'",
+            ),
             (
                 &good.replace("\"status\":\"ok\"", "\"status\":\"fine\""),
                 "unknown variant",

@@ -4,7 +4,7 @@ use crate::codegen::CodegenError;
 use crate::db::DbError;
 use crate::format::FormatError;
 use crate::gpu::GpuError;
-use crate::problem::ProblemError;
+use crate::problem::{ALayout, ProblemError};
 use crate::tuner::workload::WorkloadError;
 use std::path::PathBuf;
 use thiserror::Error;
@@ -35,6 +35,12 @@ pub enum RuntimeError {
         got: usize,
         need: usize,
         shape: String,
+    },
+    #[error("kernel {kernel} takes {kernel_layout}-major A, but the layer takes {layout}-major A (nmtune never transposes A on the way)")]
+    LayoutMismatch {
+        kernel: String,
+        kernel_layout: ALayout,
+        layout: ALayout,
     },
     #[error("{what} belongs to another CUDA context than the one the runtime was created for")]
     WrongContext { what: &'static str },

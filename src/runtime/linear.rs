@@ -4,6 +4,7 @@
 use super::{Choice, Lookup, PreparedWeight, RuntimeError};
 use crate::codegen::{self, nvrtc, KernelConfig};
 use crate::gpu::device::{driver_err, profile_name_for};
+use crate::problem::{ALayout, Problem};
 use crate::tuner::kernels::{LaunchBuffers, LoadedKernel};
 use crate::tuner::workload::{upload_compressed, DeviceColInfos};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
@@ -102,14 +103,18 @@ fn check_device(lookup: &Lookup, ctx: &Arc<CudaContext>) -> Result<(), RuntimeEr
 /// A prepared weight on the device: `C = alpha·A ⊗ (B', D) + beta·C` for any m, with the
 /// kernel the [`Lookup`] picks for that m.
 ///
-/// A (m×k) and C (m×n) are the caller's row-major buffers, on the caller's stream; k and n
-/// are the weight's padded sizes ([`PreparedWeight::k`], [`PreparedWeight::n`]). Buffers may
-/// be larger than needed, never smaller. The split-K workspace and the col_info of packing
+/// A (m×k) and C (m×n, row-major) are the caller's buffers, on the caller's stream; k and n
+/// are the weight's padded sizes ([`PreparedWeight::k`], [`PreparedWeight::n`]). A is in the
+/// layout the layer was created for ([`SparseLinear::layout`]): row-major (element (i, j) at
+/// `i·k + j`) or column-major (at `j·m + i`, m a multiple of 4). Only kernels compiled for that
+/// layout are launched; A is never transposed on the way. Buffers may be larger than needed,
+/// never smaller. The split-K workspace and the col_info of packing
 /// kernels live here, grown and built on first need. Launches of one `SparseLinear` share
 /// that workspace: issue them on one stream, or order the streams yourself.
 pub struct SparseLinear {
     runtime: Arc<Runtime>,
     weight: PreparedWeight,
+    layout: ALayout,
     values: CudaSlice<f32>,
     indices: CudaSlice<i32>,
     col_infos: DeviceColInfos,
@@ -118,10 +123,12 @@ pub struct SparseLinear {
 
 impl SparseLinear {
     /// Upload `weight` on `stream` (of the runtime's context) and wait for the copy, so the
-    /// weight is usable from any stream afterwards.
+    /// weight is usable from any stream afterwards. Every [`SparseLinear::forward`] takes A in
+    /// `layout`.
     pub fn new(
         runtime: Arc<Runtime>,
         weight: PreparedWeight,
+        layout: ALayout,
         stream: &Arc<CudaStream>,
     ) -> Result<Self, RuntimeError> {
         runtime.check_context(stream.context(), "the stream")?;
@@ -134,6 +141,7 @@ impl SparseLinear {
         Ok(Self {
             runtime,
             weight,
+            layout,
             values,
             indices,
             col_infos: DeviceColInfos::default(),
@@ -149,9 +157,20 @@ impl SparseLinear {
         &self.runtime
     }
 
+    /// The layout of A this layer takes.
+    pub fn layout(&self) -> ALayout {
+        self.layout
+    }
+
+    /// The problem of `m` rows of A (in this layer's layout) times the weight; an error when
+    /// the layout cannot take m rows (column-major A needs m to be a multiple of 4).
+    pub fn problem(&self, m: usize) -> Result<Problem, RuntimeError> {
+        Ok(self.weight.problem(m)?.with_layout(self.layout)?)
+    }
+
     /// The kernel [`SparseLinear::forward`] would launch for `m` rows.
     pub fn choose(&self, m: usize) -> Result<Choice, RuntimeError> {
-        self.runtime.lookup().lookup(&self.weight.problem(m)?)
+        self.runtime.lookup().lookup(&self.problem(m)?)
     }
 
     /// Enqueue `C = alpha·A ⊗ (B', D) + beta·C` for `m` rows on `stream` with the kernel
@@ -172,7 +191,7 @@ impl SparseLinear {
     }
 
     /// [`SparseLinear::forward`] with a configuration of the caller's choosing (to compare
-    /// kernels); it must be valid for the problem and the GPU.
+    /// kernels); it must be valid for the problem (its layout included) and the GPU.
     #[allow(clippy::too_many_arguments)]
     pub fn forward_with(
         &mut self,
@@ -184,8 +203,9 @@ impl SparseLinear {
         alpha: f32,
         beta: f32,
     ) -> Result<(), RuntimeError> {
+        self.check_layout(config)?;
         codegen::validate(config, self.runtime.lookup().gpu())?;
-        codegen::validate_for_problem(config, &self.weight.problem(m)?)?;
+        codegen::validate_for_problem(config, &self.problem(m)?)?;
         self.launch(config, stream, (a, c, m), (alpha, beta))
     }
 
@@ -196,6 +216,7 @@ impl SparseLinear {
         (a, c, m): (&CudaSlice<f32>, &mut CudaSlice<f32>, usize),
         (alpha, beta): (f32, f32),
     ) -> Result<(), RuntimeError> {
+        self.check_layout(config)?;
         self.check_operands(stream, a, c, m)?;
         let (k, n) = (self.weight.k(), self.weight.n());
         let kernel = self.runtime.kernel(config)?;
@@ -226,6 +247,18 @@ impl SparseLinear {
         Ok(())
     }
 
+    /// The kernel must be compiled for this layer's layout of A.
+    fn check_layout(&self, config: &KernelConfig) -> Result<(), RuntimeError> {
+        if config.a_layout() == self.layout {
+            return Ok(());
+        }
+        Err(RuntimeError::LayoutMismatch {
+            kernel: config.name(),
+            kernel_layout: config.a_layout(),
+            layout: self.layout,
+        })
+    }
+
     /// Same context everywhere, and A and C large enough for m rows.
     fn check_operands(
         &self,
@@ -237,15 +270,19 @@ impl SparseLinear {
         self.runtime.check_context(stream.context(), "the stream")?;
         self.runtime.check_context(a.context(), "matrix A")?;
         self.runtime.check_context(c.context(), "matrix C")?;
-        let problem = self.weight.problem(m)?;
+        let problem = self.problem(m)?;
         let too_small = |what, got, need| RuntimeError::BufferTooSmall {
             what,
             got,
             need,
             shape: problem.to_string(),
         };
+        let a_what = match self.layout {
+            ALayout::RowMajor => "matrix A (m×k, row-major)",
+            ALayout::ColMajor => "matrix A (m×k, column-major)",
+        };
         if a.len() < m * problem.k {
-            return Err(too_small("matrix A (m×k)", a.len(), m * problem.k));
+            return Err(too_small(a_what, a.len(), m * problem.k));
         }
         if c.len() < m * problem.n {
             return Err(too_small("matrix C (m×n)", c.len(), m * problem.n));

@@ -7,10 +7,12 @@
 //!   compressed (B', D) pair into the host buffers the kernels read.
 //! * [`Runtime`] binds a lookup to a CUDA context and compiles kernels on first use;
 //!   [`SparseLinear`] is a prepared weight on the device that launches, on the caller's
-//!   stream, the kernel chosen for each m.
+//!   stream, the kernel chosen for each m. It takes A in the one layout it was created with
+//!   ([`ALayout`](crate::problem::ALayout)), and launches only kernels compiled for it: A is
+//!   never transposed behind the caller's back.
 //!
 //! ```no_run
-//! use nmtune::problem::NmPattern;
+//! use nmtune::problem::{ALayout, NmPattern};
 //! use nmtune::runtime::{Lookup, PreparedWeight, Runtime, SparseLinear};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let (n, k, m) = (4096, 4096, 300);
@@ -20,7 +22,7 @@
 //! let ctx = cudarc::driver::CudaContext::new(0)?;
 //! let stream = ctx.default_stream();
 //! let runtime = Runtime::new(lookup, &ctx)?;
-//! let mut layer = SparseLinear::new(runtime, weight, &stream)?;
+//! let mut layer = SparseLinear::new(runtime, weight, ALayout::RowMajor, &stream)?;
 //! let a = stream.clone_htod(&vec![1.0f32; m * k])?;
 //! let mut c = stream.alloc_zeros::<f32>(m * n)?;
 //! let choice = layer.forward(&stream, &a, &mut c, m, 1.0, 0.0)?;

@@ -2,7 +2,9 @@
 //! `nmtune` binary, writing shapes files, and reading a database back for comparison.
 #![allow(dead_code)]
 
-use nmtune::db::{Database, Measurement};
+use nmtune::codegen::KernelConfig;
+use nmtune::db::{Database, Measurement, Source, Status};
+use nmtune::problem::Problem;
 use sqlx::{ConnectOptions, Connection, Row};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +40,30 @@ pub fn write_shapes(path: &Path, layers: &[(usize, usize)], ms: &[usize], sparsi
         text += &format!("  - {{ model: test, name: layer{i}, n: {n}, k: {k} }}\n");
     }
     std::fs::write(path, text).unwrap();
+}
+
+/// A verified H200 measurement of `config` on `p` taking `median_us`, beside a cuBLAS time of
+/// 180 µs, with a fixed template checksum and date (crafted databases of the CLI tests).
+pub fn measured_row(p: &Problem, config: KernelConfig, median_us: f64) -> Measurement {
+    Measurement {
+        gpu: "h200".into(),
+        problem: *p,
+        config,
+        status: Status::Ok,
+        error: None,
+        median_us: Some(median_us),
+        min_us: Some(median_us * 0.98),
+        runs: 10,
+        verified: true,
+        max_rel_error: Some(2.5e-7),
+        cublas_us: Some(180.0),
+        registers: Some(128),
+        spill_bytes: Some(0),
+        template_checksum: "feed".into(),
+        source: Source::Measured,
+        tool_version: "0.1.0".into(),
+        created_at: "2026-01-02T03:04:05.000006Z".into(),
+    }
 }
 
 /// The binary under test as an assert_cmd command.
