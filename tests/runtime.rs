@@ -231,7 +231,11 @@ fn unknown_weights_get_the_table_one_default_per_size_class() {
         assert_eq!(choice.rule, Rule::Default);
         assert_eq!((choice.source, choice.median_us), (None, None));
         assert_eq!((choice.config.m_s, choice.config.n_s), tile, "{p}");
-        assert_eq!(choice.config, search::table_one_seeds(&p, &h200())[0]);
+        let class = search::table_one_class(&p);
+        assert_eq!(
+            Some(choice.config),
+            search::table_one_config(class, &p, &h200())
+        );
     }
     // Another sparsity of a tuned (n, k) is another weight: default too.
     let other = problem(256, 4096, 4096, nm(4, 32));
