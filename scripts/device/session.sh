@@ -15,6 +15,8 @@
 #   ncu LIST    ncu scheduler, warp-state, occupancy and memory sections of each kernel in
 #               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
 #   time LIST   nmtune bench of each line of LIST (same format), into $OUT/time.txt
+#   tests NAME  the test binary .device/bin/NAME (GPU tests included), into $OUT/NAME-test.log
+#   example M NM  examples/llama_mlp (.device/bin/llama_mlp) at m = M, pattern NM
 set -u
 OUT=${OUT:-/tmp/nmtune-out}
 mkdir -p "$OUT"
@@ -94,6 +96,15 @@ while [ $# -gt 0 ]; do
           --kernels "$kernel" --runs 10 >> "$OUT/time.txt" 2>&1
       done < "$list"
       note "time: $(grep -c nm_spmm "$OUT/time.txt") lines" ;;
+    tests)
+      name=$1; shift
+      NMTUNE_BIN="$BIN/nmtune" NMTUNE_REQUIRE_GPU=1 limit 400 "$BIN/$name" --nocapture \
+        --test-threads 1 > "$OUT/$name-test.log" 2>&1
+      note "tests $name: rc=$? $(grep -E '^test result' "$OUT/$name-test.log" | tr '\n' ' ')" ;;
+    example)
+      m=$1 nm=$2; shift 2
+      limit 120 "$BIN/llama_mlp" --m "$m" --sparsity "$nm" >> "$OUT/example.log" 2>&1
+      note "example m=$m $nm: rc=$? $(tail -3 "$OUT/example.log" | tr '\n' ' ')" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
