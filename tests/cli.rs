@@ -147,7 +147,11 @@ fn report_of_the_committed_h200_database() {
         String::from_utf8_lossy(&out.stderr)
     );
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(rows.len(), 400);
+    // shapes/llama.yaml: 400 problems for each A layout.
+    assert_eq!(rows.len(), 800);
+    for layout in ["row", "col"] {
+        assert_eq!(rows.iter().filter(|r| r["a_layout"] == layout).count(), 400);
+    }
     for r in &rows {
         assert_eq!(r["source"], "measured");
         assert_eq!(r["verified"], true);
@@ -210,7 +214,7 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
     nmtune()
         .args([
             "kernel",
-            "nm_spmm_f32_ms64_ns64_ks32_mt8_nt8_w4x8_n8m32l32_nopack_cp2_sk1",
+            "nm_spmm_f32_acol16_ms64_ns64_ks32_mt8_nt8_w8x4_n8m32l32_nopack_cp2_mb1_sk1",
             "--cache-dir",
         ])
         .arg(cache.path())

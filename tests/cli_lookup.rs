@@ -91,7 +91,9 @@ fn untuned_weight_gets_a_default_in_table_form() {
         .stdout(
             predicate::str::contains("rule      default")
                 .and(predicate::str::contains("source    built-in default"))
-                .and(predicate::str::contains("kernel    nm_spmm_f32_arow4_ms32_ns32_")),
+                .and(predicate::str::contains(
+                    "kernel    nm_spmm_f32_arow4_ms32_ns32_",
+                )),
         );
 }
 

@@ -454,9 +454,9 @@ fn without_a_gpu_the_main_job_fills_from_the_model() {
             "nmtune: no GPU found: filling the database from the performance model (source = model)",
         ));
     let elapsed = started.elapsed().as_secs_f64();
-    assert!(elapsed < 60.0, "400 problems took {elapsed:.1} s");
+    assert!(elapsed < 60.0, "800 problems took {elapsed:.1} s");
     let rows = report_json(&db);
-    assert_eq!(rows.len(), 400);
+    assert_eq!(rows.len(), 800);
     assert!(rows.iter().all(|r| r["source"] == "model"));
     nmtune()
         .args(["--gpu", "auto", "--shapes", "shapes/llama.yaml", "--db"])

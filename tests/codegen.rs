@@ -123,7 +123,15 @@ fn each_broken_rule_is_rejected_with_its_reason() {
         ),
         (
             KernelConfig { l: 12, ..b },
-            "warp tile width 4·n_t = 32 and L=12",
+            "n_s=128 and L=12 must divide one another",
+        ),
+        (
+            KernelConfig {
+                l: 24,
+                n_s: 96,
+                ..b
+            },
+            "warp tile width 4·n_t = 32 and L=24",
         ),
         (
             KernelConfig {

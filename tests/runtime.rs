@@ -436,7 +436,11 @@ fn committed_h200_database() {
     let choice = lookup.lookup(&exact).unwrap();
     let near = lookup.lookup(&problem(300, 4096, 4096, nm(8, 32))).unwrap();
     if current {
-        assert_eq!(lookup.stats().problems, 400);
+        // The 400 problems of shapes/llama.yaml, for both A layouts.
+        assert_eq!(lookup.stats().problems, 800);
+        let col_choice = lookup.lookup(&col(exact)).unwrap();
+        assert_eq!(col_choice.rule, Rule::Exact);
+        assert_eq!(col_choice.config.a_layout(), ALayout::ColMajor);
         assert_eq!(choice.rule, Rule::Exact);
         assert_eq!(choice.config, stored.config);
         assert_eq!(choice.median_us, stored.median_us);

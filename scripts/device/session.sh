@@ -8,7 +8,8 @@
 # Steps:
 #   env         GPU name, driver, clocks
 #   correct     tests/gpu.rs: every template family against the CPU reference
-#   nmspmm      the NM-SpMM authors' kernels at 4096³ (and m = 256), best of their four
+#   nmspmm      the NM-SpMM authors' kernels at 4096³ (and m = 256), best of their four;
+#               $NMSPMM_SHAPES names a file of "m n k sparsity" lines to time instead
 #   sweep FILE  tune the shapes in FILE with the sample strategy into $OUT/sweep.sqlite
 #   tune FILE DB  tune FILE with the default strategy into DB (resumable), report to $OUT
 #   bench DB M  re-time DB's stored best kernels at m = M beside cuBLAS
@@ -50,7 +51,8 @@ while [ $# -gt 0 ]; do
       note "correct: rc=$? $(grep -E 'GPU correctness|test result' "$OUT/gpu-test.log" | tr '\n' ' ')" ;;
     nmspmm)
       wait $build_pid
-      limit 240 bash .nmspmm/run.sh "${nmspmm_shapes[@]}" > "$OUT/nmspmm.txt" 2>&1
+      if [ -n "${NMSPMM_SHAPES:-}" ]; then mapfile -t nmspmm_shapes < "$NMSPMM_SHAPES"; fi
+      limit "${NMSPMM_LIMIT:-240}" bash .nmspmm/run.sh "${nmspmm_shapes[@]}" > "$OUT/nmspmm.txt" 2>&1
       note "nmspmm: $(grep ROW "$OUT/nmspmm.txt" | awk '{printf "%s/%s/%s@%s=%sus ", $2,$3,$5,$8,$6}')" ;;
     sweep)
       file=$1; shift
