@@ -57,14 +57,14 @@ while [ $# -gt 0 ]; do
     sweep)
       file=$1; shift
       limit "${SWEEP_LIMIT:-300}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$OUT/sweep.sqlite" \
-        --strategy sample --quiet > "$OUT/sweep.log" 2>&1
+        --strategy sample > "$OUT/sweep.log" 2>&1
       note "sweep: rc=$? $(tail -1 "$OUT/sweep.log")"
       checkpoint "$OUT/sweep.sqlite"; rm -f "$OUT/sweep.sqlite-wal" "$OUT/sweep.sqlite-shm"
       "$BIN/nmtune" report --db "$OUT/sweep.sqlite" > "$OUT/sweep-report.txt" 2>&1
       cat "$OUT/sweep-report.txt" ;;
     tune)
       file=$1 db=$2; shift 2
-      limit "${TUNE_LIMIT:-500}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" --quiet \
+      limit "${TUNE_LIMIT:-500}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" \
         > "$OUT/tune.log" 2>&1
       note "tune: rc=$? $(tail -1 "$OUT/tune.log")"
       checkpoint "$db"; cp "$db" "$OUT/" ;;
