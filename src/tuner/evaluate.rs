@@ -172,7 +172,8 @@ fn measured_sets(rows: &[Measurement]) -> BTreeMap<ProblemKey, BTreeMap<KernelCo
     sets
 }
 
-/// A problem ordered like the report: m, n, k, N, M, L.
+/// A problem ordered like the report: A layout, m, n, k, N, M, L (every field of its
+/// equality: two layouts of one shape are two problems).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ProblemKey(Problem);
 
@@ -185,7 +186,7 @@ impl std::ops::Deref for ProblemKey {
 
 impl Ord for ProblemKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let key = |p: &Problem| (p.m, p.n, p.k, p.nm.n, p.nm.m, p.l);
+        let key = |p: &Problem| (p.a_layout, p.m, p.n, p.k, p.nm.n, p.nm.m, p.l);
         key(&self.0).cmp(&key(&other.0))
     }
 }
