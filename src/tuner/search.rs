@@ -270,8 +270,45 @@ const fn seed(
 /// layout at m = 256 and 4096, 4096², then targeted timings of the best shapes with the
 /// other copy paths; docs/results/v4/): per A layout and density band, the fastest shapes
 /// at m = 4096 and the fastest at m = 256. Split-K 2 and 4 join where the grid is small.
+#[rustfmt::skip]
 const SWEEP_SEEDS: [Seed; 31] = {
     use ACopy::{Col16, Row16, Row4};
+    use ALayout::{ColMajor as C, RowMajor as R};
+    [
+        //    layout  N/M ≤   copy    (m_s, n_s, k_s)   (m_t, n_t) warp     pack  stages min_blocks
+        seed(C, 0.125, Col16, (256, 32, 128), (16, 4), (4, 8), true, 4, 3),
+        seed(C, 0.125, Col16, (64, 128, 64), (8, 8), (8, 4), false, 3, 2),
+        seed(C, 0.125, Col16, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(C, 0.125, Col16, (128, 32, 256), (4, 8), (16, 2), true, 2, 2),
+        seed(C, 0.25, Col16, (128, 256, 64), (16, 8), (8, 4), false, 3, 1),
+        seed(C, 0.25, Col16, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(C, 0.25, Col16, (64, 64, 64), (16, 4), (4, 8), false, 2, 2),
+        seed(C, 0.375, Col16, (128, 256, 64), (8, 16), (16, 2), false, 3, 1),
+        seed(C, 0.375, Col16, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(C, 0.375, Col16, (64, 256, 64), (4, 16), (16, 2), false, 2, 1),
+        seed(C, 0.5, Col16, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(C, 0.5, Col16, (128, 256, 64), (16, 8), (8, 4), false, 2, 1),
+        seed(C, 1.0, Col16, (64, 128, 32), (8, 8), (2, 16), false, 3, 2),
+        seed(C, 1.0, Col16, (128, 64, 32), (8, 8), (16, 2), false, 3, 2),
+        seed(C, 1.0, Col16, (256, 128, 32), (16, 4), (8, 4), false, 2, 1),
+        seed(R, 0.125, Row4, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(R, 0.125, Row4, (128, 256, 32), (8, 8), (16, 2), false, 3, 1),
+        seed(R, 0.125, Row16, (64, 256, 64), (8, 8), (8, 4), false, 4, 1),
+        seed(R, 0.125, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 3),
+        seed(R, 0.25, Row16, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.25, Row4, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(R, 0.25, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 3),
+        seed(R, 0.375, Row16, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.375, Row16, (64, 128, 32), (8, 8), (8, 4), false, 3, 3),
+        seed(R, 0.375, Row4, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(R, 0.5, Row16, (128, 256, 32), (8, 16), (16, 2), false, 3, 1),
+        seed(R, 0.5, Row16, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.5, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 3),
+        seed(R, 1.0, Row4, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
+        seed(R, 1.0, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
+        seed(R, 1.0, Row4, (128, 128, 32), (8, 8), (2, 16), false, 2, 2),
+    ]
+};
     use ALayout::{ColMajor as C, RowMajor as R};
     [
         seed(C, 0.125, Col16, (256, 32, 128), (16, 4), (4, 8), true, 4, 3),
