@@ -27,11 +27,13 @@ fn nm(n: u32, m: u32) -> NmPattern {
 }
 
 #[test]
-fn llama_file_is_the_papers_400_problems() {
+fn llama_file_is_the_papers_400_problems_in_both_a_layouts() {
     let set = load(&repo_file("llama.yaml")).unwrap();
     let problems: HashSet<Problem> = set.problems().into_iter().collect();
-    assert_eq!(set.len(), 400);
-    assert_eq!(problems.len(), 400);
+    assert_eq!(set.len(), 800);
+    assert_eq!(problems.len(), 800);
+    let layouts: HashSet<ALayout> = problems.iter().map(|p| p.a_layout).collect();
+    assert_eq!(layouts, HashSet::from([ALayout::RowMajor, ALayout::ColMajor]));
     let pairs: HashSet<(usize, usize)> = problems.iter().map(|p| (p.n, p.k)).collect();
     assert_eq!(pairs.len(), 20);
     for (h, f) in [
