@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{nmtune, one_line_error};
+use common::{nmtune, one_line_error, report_json};
 use predicates::prelude::*;
 use std::fs;
 
@@ -112,13 +112,7 @@ fn model_backend_fills_and_reports_every_problem() {
         .arg(&db)
         .assert()
         .success();
-    let out = nmtune()
-        .args(["report", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report_json(&db);
     let expected = nmtune::shapes::load(std::path::Path::new("shapes/example.yaml"))
         .unwrap()
         .entries
@@ -131,22 +125,7 @@ fn model_backend_fills_and_reports_every_problem() {
 
 #[test]
 fn report_of_the_committed_h200_database() {
-    let out = nmtune()
-        .args([
-            "report",
-            "--format",
-            "json",
-            "--db",
-            "tuning-db/h200.sqlite",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report_json(std::path::Path::new("tuning-db/h200.sqlite"));
     assert_eq!(rows.len(), 400);
     for r in &rows {
         assert_eq!(r["source"], "measured");

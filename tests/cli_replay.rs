@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{nmtune, one_line_error};
+use common::{json_output, nmtune, one_line_error, report_json};
 use nmtune::codegen::KernelConfig;
 use nmtune::db::{Database, Measurement, Source, Status};
 use nmtune::gpu::GpuProfile;
@@ -97,20 +97,6 @@ fn write_shapes(dir: &Path) -> PathBuf {
     let shapes = dir.join("shapes.yaml");
     fs::write(&shapes, SHAPES).unwrap();
     shapes
-}
-
-fn report_json(db: &Path) -> Vec<serde_json::Value> {
-    let out = nmtune()
-        .args(["report", "--format", "json", "--db"])
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -362,25 +348,12 @@ fn committed_measurements_reproduce_the_committed_database() {
 fn model_eval_counts_hits_and_savings() {
     let dir = tempfile::tempdir().unwrap();
     let db = synthetic_db(dir.path());
-    let out = nmtune()
-        .args([
-            "model-eval",
-            "--top-k",
-            "1",
-            "--no-neighbours",
-            "--format",
-            "json",
-            "--db",
-        ])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let evals: Vec<serde_json::Value> = json_output(
+        nmtune()
+            .args(["model-eval", "--top-k", "1", "--no-neighbours"])
+            .args(["--format", "json", "--db"])
+            .arg(&db),
     );
-    let evals: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let overall = &evals[0]["overall"];
     assert_eq!(overall["problems"], 2);
     assert_eq!(overall["hits"], 1);

@@ -322,19 +322,29 @@ fn recording_a_key_again_replaces_it() {
 }
 
 #[test]
-fn a_new_template_supersedes_older_timings() {
+fn this_builds_templates_supersede_other_timings() {
     let dir = tempfile::tempdir().unwrap();
     let db = fresh_db(&dir);
     let mut rng = SmallRng::seed_from_u64(7);
     let problem = random_problem(&mut rng);
-    let mut ms = distinct_measurements(&mut rng, "h100", problem, 2);
+    let mut ms = distinct_measurements(&mut rng, "h100", problem, 3);
+    // Faster and newer, but from other templates: loses to this build's slower timing.
     ms[0].median_us = Some(rng.gen_range(1.0..10.0));
-    ms[0].created_at = "2025-01-01T00:00:00Z".into();
+    ms[0].created_at = "2030-01-01T00:00:00Z".into();
     ms[1].median_us = Some(rng.gen_range(20.0..30.0));
-    ms[1].template_checksum = "newer0".into();
+    ms[1].template_checksum = nmtune::codegen::template_checksum().into();
     ms[1].created_at = "2025-06-01T00:00:00Z".into();
-    db.record_all(&ms).unwrap();
+    db.record_all(&ms[..2]).unwrap();
     assert_eq!(db.best_for("h100", &problem).unwrap(), Some(ms[1].clone()));
+    // A more trusted source still comes first: a replayed current timing does not displace a
+    // measured one of other templates.
+    let mut replayed = ms[2].clone();
+    (replayed.source, replayed.median_us) = (Source::Replay, Some(0.5));
+    replayed.template_checksum = nmtune::codegen::template_checksum().into();
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_db(&dir);
+    db.record_all(&[replayed, ms[0].clone()]).unwrap();
+    assert_eq!(db.best_for("h100", &problem).unwrap(), Some(ms[0].clone()));
 }
 
 #[test]

@@ -14,7 +14,7 @@ mod identity;
 mod store;
 mod types;
 
-pub use best::{better, can_be_best};
+pub use best::{best_per_problem, better, can_be_best, compare, trust};
 pub use error::DbError;
 pub use identity::{APPLICATION_ID, APPLICATION_NAME, SCHEMA_VERSION};
 pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
