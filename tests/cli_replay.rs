@@ -427,32 +427,204 @@ fn report_plots_png_and_svg() {
         .stderr(one_line_error("use a .png or .svg"));
 }
 
-#[test]
-fn without_a_gpu_the_main_job_fills_from_the_model() {
+/// Whether a test that needs the machine to have no GPU may run here.
+fn no_gpu_here() -> bool {
     if nmtune::gpu::device::driver_present() {
         eprintln!("SKIPPED: this machine has an NVIDIA driver");
+        return false;
+    }
+    true
+}
+
+/// A working folder holding a copy of the committed `tuning-db/h200.sqlite`.
+fn folder_with_committed_h200() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("tuning-db")).unwrap();
+    let committed = dir.path().join("tuning-db/h200.sqlite");
+    fs::copy("tuning-db/h200.sqlite", &committed).unwrap();
+    (dir, committed)
+}
+
+fn llama_shapes() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("shapes/llama.yaml")
+}
+
+#[test]
+fn without_a_gpu_the_main_job_fills_a_model_database_beside_the_committed_one() {
+    if !no_gpu_here() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h200.sqlite");
+    let (dir, committed) = folder_with_committed_h200();
+    let before = fs::read(&committed).unwrap();
     let started = std::time::Instant::now();
     nmtune()
-        .args(["--gpu", "h200", "--shapes", "shapes/llama.yaml", "--db"])
-        .arg(&db)
+        .current_dir(dir.path())
+        .args(["--gpu", "h200", "--shapes"])
+        .arg(llama_shapes())
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "nmtune: no GPU found: filling the database from the performance model (source = model)",
+            "nmtune: no GPU found: filling tuning-db/h200-model.sqlite from the performance model of the h200 profile (source = model)",
         ));
     let elapsed = started.elapsed().as_secs_f64();
     assert!(elapsed < 60.0, "400 problems took {elapsed:.1} s");
-    let rows = report_json(&db);
+    assert_eq!(
+        fs::read(&committed).unwrap(),
+        before,
+        "committed database changed"
+    );
+    let names: Vec<String> = common::snapshot(&dir.path().join("tuning-db"))
+        .into_keys()
+        .collect();
+    assert_eq!(names, ["h200-model.sqlite", "h200.sqlite"]);
+    let rows = report_json(&dir.path().join("tuning-db/h200-model.sqlite"));
     assert_eq!(rows.len(), 400);
     assert!(rows.iter().all(|r| r["source"] == "model"));
+    // The same on purpose (--backend model), and replays: never into the committed file.
     nmtune()
-        .args(["--gpu", "auto", "--shapes", "shapes/llama.yaml", "--db"])
+        .current_dir(dir.path())
+        .args(["--gpu", "h200", "--backend", "model", "--quiet", "--shapes"])
+        .arg(llama_shapes())
+        .assert()
+        .success();
+    let file = dir.path().join("m.jsonl");
+    export(&synthetic_db(dir.path()), &file);
+    nmtune()
+        .current_dir(dir.path())
+        .args(["--gpu", "h200", "--backend", "replay", "--measurements"])
+        .arg(&file)
+        .arg("--shapes")
+        .arg(write_shapes(dir.path()))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "into tuning-db/h200-replay.sqlite",
+        ));
+    assert_eq!(
+        fs::read(&committed).unwrap(),
+        before,
+        "committed database changed"
+    );
+}
+
+#[test]
+fn without_a_gpu_auto_models_the_default_profile_and_says_so() {
+    if !no_gpu_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    nmtune()
+        .current_dir(dir.path())
+        .args(["--gpu", "auto", "--shapes"])
+        .arg(llama_shapes())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "nmtune: no GPU found: --gpu auto falls back to the default profile h100",
+        ))
+        .stderr(predicate::str::contains(
+            "filling tuning-db/h100-model.sqlite",
+        ));
+    assert_eq!(
+        report_json(&dir.path().join("tuning-db/h100-model.sqlite")).len(),
+        400
+    );
+}
+
+/// The first command of the README's "Two commands on a fresh machine", as `nmtune` arguments.
+fn readme_first_command() -> Vec<String> {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run --release -- "))
+        .expect("the README starts with a cargo run command");
+    line.trim_start_matches("cargo run --release -- ")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<std::process::Output> {
+    std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=nmtune",
+            "-c",
+            "user.email=nmtune@localhost",
+        ])
+        .args(args)
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+}
+
+#[test]
+fn the_readme_first_command_runs_in_a_fresh_clone_without_a_gpu_and_changes_nothing() {
+    if !no_gpu_here() {
+        return;
+    }
+    // A fresh clone of the working tree: every tracked file, committed in a new repository.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(listing) = git(root, &["ls-files", "-z"]) else {
+        eprintln!("SKIPPED: {} is not a git checkout", root.display());
+        return;
+    };
+    let clone = tempfile::tempdir().unwrap();
+    for name in listing.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let name = std::str::from_utf8(name).unwrap();
+        let (from, to) = (root.join(name), clone.path().join(name));
+        if from.is_file() {
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::copy(&from, &to).unwrap();
+        }
+    }
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-qm", "clone"],
+    ] {
+        git(clone.path(), args).expect("git works in the clone");
+    }
+    nmtune()
+        .current_dir(clone.path())
+        .args(readme_first_command())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "falls back to the default profile",
+        ));
+    let status = git(clone.path(), &["status", "--porcelain"]).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        "",
+        "the clone changed"
+    );
+}
+
+#[test]
+fn check_replay_never_suggests_exporting_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic_db(dir.path());
+    let file = dir.path().join("synthetic.measurements.jsonl");
+    export(&db, &file);
+    // A model run into the committed database, named on purpose.
+    nmtune()
+        .args(["--gpu", "h200", "--backend", "model", "--quiet", "--shapes"])
+        .arg(write_shapes(dir.path()))
+        .arg("--db")
         .arg(&db)
         .assert()
+        .success();
+    nmtune()
+        .args(["check-replay", "--db"])
+        .arg(&db)
+        .arg("--measurements")
+        .arg(&file)
+        .assert()
         .code(1)
-        .stderr(one_line_error("no GPU found"));
+        .stderr(one_line_error("model predictions (source = model)"))
+        .stderr(predicate::str::contains("git checkout --"))
+        .stderr(predicate::str::contains("nmtune export").not());
 }

@@ -85,7 +85,17 @@ fn parse() -> anyhow::Result<Cli> {
     })
 }
 
-/// Default database location for a GPU: tuning-db/<gpu>.sqlite.
-pub fn default_db_path(gpu: &str) -> PathBuf {
-    PathBuf::from("tuning-db").join(format!("{gpu}.sqlite"))
+/// Default database of the main job for a GPU and where its times come from: timings on the
+/// GPU go to `tuning-db/<gpu>.sqlite`, the database of measured entries that is committed;
+/// predictions and replays go to `tuning-db/<gpu>-model.sqlite` and
+/// `tuning-db/<gpu>-replay.sqlite`, which git ignores, so that a run without a GPU never
+/// changes a committed measured database the user did not name with `--db`.
+pub fn default_db_path(gpu: &str, source: nmtune::db::Source) -> PathBuf {
+    use nmtune::db::Source;
+    let name = match source {
+        Source::Measured => format!("{gpu}.sqlite"),
+        Source::Model => format!("{gpu}-model.sqlite"),
+        Source::Replay => format!("{gpu}-replay.sqlite"),
+    };
+    PathBuf::from("tuning-db").join(name)
 }

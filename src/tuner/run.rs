@@ -105,6 +105,29 @@ fn pending(
     Ok(left)
 }
 
+/// An error, before anything is tuned or stored, when no configuration of the template family
+/// can run some of `problems` on `profile` (an L that is not a multiple of 4, say): the
+/// runtime's last-resort default ([`crate::runtime::Lookup`]'s rule 3) exists exactly when the
+/// search space holds a configuration for the problem.
+pub fn check_supported(problems: &[Problem], profile: &GpuProfile) -> Result<(), TuneError> {
+    let defaults = crate::runtime::Lookup::defaults_only(profile.clone());
+    let mut seen = std::collections::HashSet::new();
+    let unsupported: Vec<String> = problems
+        .iter()
+        .filter(|p| seen.insert(**p))
+        .filter_map(|p| defaults.lookup(p).err().map(|e| e.to_string()))
+        .collect();
+    match unsupported.first() {
+        None => Ok(()),
+        Some(first) => Err(TuneError::Unsupported {
+            count: unsupported.len(),
+            first: first
+                .trim_start_matches("no kernel of the template family can run ")
+                .to_string(),
+        }),
+    }
+}
+
 /// Fill the database from the performance model alone: no GPU needed.
 pub fn tune_with_model(
     profile: &GpuProfile,
@@ -113,6 +136,7 @@ pub fn tune_with_model(
     quiet: bool,
 ) -> Result<TuneSummary, TuneError> {
     let started = Instant::now();
+    check_supported(problems, profile)?;
     db.upsert_gpu(profile)?;
     let ctx = RunContext {
         gpu_name: profile.name.clone(),
@@ -200,6 +224,7 @@ pub fn tune_on_gpu(
 ) -> Result<TuneSummary, TuneError> {
     let started = Instant::now();
     let profile = gpu.profile().clone();
+    check_supported(problems, &profile)?;
     db.upsert_gpu(&profile)?;
     let ctx = RunContext {
         gpu_name: profile.name.clone(),
