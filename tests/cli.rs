@@ -197,3 +197,26 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
         .success()
         .stdout(predicate::str::contains("registers").and(predicate::str::contains("sm_90")));
 }
+
+#[test]
+fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = dir.path().join("l12.yaml");
+    fs::write(
+        &shapes,
+        "defaults: { m: [256], sparsity: [\"8:32\"], L: 12 }\nlayers:\n  - { model: x, name: q, n: 4092, k: 4096 }\n",
+    )
+    .unwrap();
+    let db = dir.path().join("l12.sqlite");
+    nmtune()
+        .args(["--gpu", "h100", "--backend", "model", "--shapes"])
+        .arg(&shapes)
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(one_line_error(
+            "no kernel configuration can run 1 of the problems asked for, such as m256_n4092_k4096_8:32_l12",
+        ));
+    assert!(!db.exists(), "nothing is stored for it");
+}

@@ -93,19 +93,47 @@ fn export(db: &Path, out: &Path) {
         .success();
 }
 
+/// The synthetic database and its export `synthetic.measurements.jsonl`, with the file's text.
+fn exported_synthetic(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let db = synthetic_db(dir);
+    let file = dir.join("synthetic.measurements.jsonl");
+    export(&db, &file);
+    let text = fs::read_to_string(&file).unwrap();
+    (db, file, text)
+}
+
 fn write_shapes(dir: &Path) -> PathBuf {
     let shapes = dir.join("shapes.yaml");
     fs::write(&shapes, SHAPES).unwrap();
     shapes
 }
 
+/// `nmtune --backend replay --gpu h200` of `file` into `db` for the problems of `shapes`.
+/// `nmtune check-replay --db <db> --measurements <file>`.
+fn check_replay(db: &Path, file: &Path) -> assert_cmd::Command {
+    let mut cmd = nmtune();
+    cmd.args(["check-replay", "--db"])
+        .arg(db)
+        .arg("--measurements")
+        .arg(file);
+    cmd
+}
+
+fn replay_into(file: &Path, shapes: &Path, db: &Path) -> assert_cmd::Command {
+    let mut cmd = nmtune();
+    cmd.args(["--backend", "replay", "--gpu", "h200", "--measurements"])
+        .arg(file)
+        .arg("--shapes")
+        .arg(shapes)
+        .arg("--db")
+        .arg(db);
+    cmd
+}
+
 #[test]
 fn export_replay_round_trip_keeps_the_best_entries() {
     let dir = tempfile::tempdir().unwrap();
-    let db = synthetic_db(dir.path());
-    let file = dir.path().join("synthetic.measurements.jsonl");
-    export(&db, &file);
-    let text = fs::read_to_string(&file).unwrap();
+    let (db, file, text) = exported_synthetic(dir.path());
     assert_eq!(
         text.lines().count(),
         14,
@@ -113,13 +141,7 @@ fn export_replay_round_trip_keeps_the_best_entries() {
     );
     assert!(text.contains("\"max_rel_error\":\"inf\""));
     let out = dir.path().join("replayed.sqlite");
-    nmtune()
-        .args(["--backend", "replay", "--gpu", "h200", "--measurements"])
-        .arg(&file)
-        .arg("--shapes")
-        .arg(write_shapes(dir.path()))
-        .arg("--db")
-        .arg(&out)
+    replay_into(&file, &write_shapes(dir.path()), &out)
         .assert()
         .success()
         .stderr(predicate::str::contains("1 model rows ignored"));
@@ -130,11 +152,7 @@ fn export_replay_round_trip_keeps_the_best_entries() {
         assert_eq!(b["kernel"], a["kernel"]);
         assert_eq!(b["median_us"], a["median_us"]);
     }
-    nmtune()
-        .args(["check-replay", "--db"])
-        .arg(&db)
-        .arg("--measurements")
-        .arg(&file)
+    check_replay(&db, &file)
         .assert()
         .success()
         .stdout(predicate::str::contains("2 best entries identical"));
@@ -148,16 +166,7 @@ fn replay_resumes_and_reports_problems_missing_from_the_file() {
     let first = dir.path().join("first.yaml");
     fs::write(&first, SHAPES.replace("[256, 512]", "[256]")).unwrap();
     let out = dir.path().join("out.sqlite");
-    let replay = |shapes: &Path| {
-        let mut cmd = nmtune();
-        cmd.args(["--backend", "replay", "--gpu", "h200", "--measurements"])
-            .arg(&file)
-            .arg("--shapes")
-            .arg(shapes)
-            .arg("--db")
-            .arg(&out);
-        cmd
-    };
+    let replay = |shapes: &Path| replay_into(&file, shapes, &out);
     replay(&first).assert().success();
     replay(&write_shapes(dir.path()))
         .assert()
@@ -187,16 +196,14 @@ fn malformed_line_names_file_and_line() {
         .collect();
     lines[2] = lines[2].replace("\"runs\":10", "\"runs\":\"ten\"");
     fs::write(&file, lines.join("\n")).unwrap();
-    nmtune()
-        .args(["--backend", "replay", "--gpu", "h200", "--shapes"])
-        .arg(write_shapes(dir.path()))
-        .arg("--measurements")
-        .arg(&file)
-        .arg("--db")
-        .arg(dir.path().join("out.sqlite"))
-        .assert()
-        .code(1)
-        .stderr(one_line_error("bad.jsonl:3: column"));
+    replay_into(
+        &file,
+        &write_shapes(dir.path()),
+        &dir.path().join("out.sqlite"),
+    )
+    .assert()
+    .code(1)
+    .stderr(one_line_error("bad.jsonl:3: column"));
     nmtune()
         .args(["check-replay", "--db"])
         .arg(dir.path().join("synthetic.sqlite"))
@@ -286,20 +293,13 @@ fn replay_argument_errors_are_one_line() {
 #[test]
 fn stale_measurements_file_fails_the_check() {
     let dir = tempfile::tempdir().unwrap();
-    let db = synthetic_db(dir.path());
-    let file = dir.path().join("m.jsonl");
-    export(&db, &file);
-    let text = fs::read_to_string(&file).unwrap();
+    let (db, file, text) = exported_synthetic(dir.path());
     fs::write(
         &file,
         text.replacen("\"median_us\":100.0", "\"median_us\":99.0", 1),
     )
     .unwrap();
-    nmtune()
-        .args(["check-replay", "--db"])
-        .arg(&db)
-        .arg("--measurements")
-        .arg(&file)
+    check_replay(&db, &file)
         .assert()
         .code(1)
         .stderr(one_line_error("regenerate it with `nmtune export"));
@@ -332,13 +332,7 @@ fn committed_measurements_reproduce_the_committed_database() {
         if path.extension().is_some_and(|e| e == "sqlite") {
             let file = path.with_extension("measurements.jsonl");
             if file.exists() {
-                nmtune()
-                    .args(["check-replay", "--db"])
-                    .arg(&path)
-                    .arg("--measurements")
-                    .arg(&file)
-                    .assert()
-                    .success();
+                check_replay(&path, &file).assert().success();
             }
         }
     }
@@ -606,9 +600,7 @@ fn the_readme_first_command_runs_in_a_fresh_clone_without_a_gpu_and_changes_noth
 #[test]
 fn check_replay_never_suggests_exporting_predictions() {
     let dir = tempfile::tempdir().unwrap();
-    let db = synthetic_db(dir.path());
-    let file = dir.path().join("synthetic.measurements.jsonl");
-    export(&db, &file);
+    let (db, file, _) = exported_synthetic(dir.path());
     // A model run into the committed database, named on purpose.
     nmtune()
         .args(["--gpu", "h200", "--backend", "model", "--quiet", "--shapes"])
@@ -617,14 +609,50 @@ fn check_replay_never_suggests_exporting_predictions() {
         .arg(&db)
         .assert()
         .success();
-    nmtune()
-        .args(["check-replay", "--db"])
-        .arg(&db)
-        .arg("--measurements")
-        .arg(&file)
+    check_replay(&db, &file)
         .assert()
         .code(1)
         .stderr(one_line_error("model predictions (source = model)"))
         .stderr(predicate::str::contains("git checkout --"))
         .stderr(predicate::str::contains("nmtune export").not());
+}
+
+#[test]
+fn impossible_values_are_refused_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _, text) = exported_synthetic(dir.path());
+    let at = text
+        .lines()
+        .position(|l| l.contains("\"median_us\":100.0"))
+        .unwrap();
+    let cases = [
+        (
+            "\"median_us\":100.0",
+            "\"median_us\":-5",
+            "median_us -5 is not a time",
+        ),
+        (
+            "\"cublas_us\":180.0",
+            "\"cublas_us\":1e300",
+            "cublas_us 1e300 is not a time",
+        ),
+    ];
+    for (from, to, why) in cases {
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        lines[at] = lines[at].replacen(from, to, 1);
+        let file = dir.path().join("bad.jsonl");
+        fs::write(&file, lines.join("\n") + "\n").unwrap();
+        let out = dir.path().join("never.sqlite");
+        let expected = format!("bad.jsonl:{}: {why}", at + 1);
+        replay_into(&file, &write_shapes(dir.path()), &out)
+            .assert()
+            .code(1)
+            .stderr(one_line_error("bad.jsonl:"))
+            .stderr(predicate::str::contains(expected.as_str()));
+        assert!(!out.exists(), "a refused replay creates no database");
+        check_replay(&db, &file)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(expected.as_str()));
+    }
 }

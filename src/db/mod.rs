@@ -17,7 +17,7 @@ mod types;
 pub use best::{best_per_problem, better, can_be_best, compare, trust};
 pub use error::DbError;
 pub use identity::{APPLICATION_ID, APPLICATION_NAME, SCHEMA_VERSION};
-pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
+pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status, MAX_TIME_US};
 
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
