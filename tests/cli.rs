@@ -220,3 +220,49 @@ fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
         ));
     assert!(!db.exists(), "nothing is stored for it");
 }
+
+/// Run `args`, read the first line of standard output, hang up: (status, stderr).
+fn first_line_then_hang_up(args: &[&str]) -> (std::process::ExitStatus, String) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(common::nmtune_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty(), "{args:?} printed nothing");
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_every_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let db = "tuning-db/h200.sqlite";
+    let lookup = ["lookup", "--db", db, "--gpu", "h200", "--m", "256"];
+    let cases: [&[&str]; 6] = [
+        &["report", "--db", db],
+        &["report", "--format", "json", "--db", db],
+        &["report", "--format", "csv", "--db", db],
+        &["export", "--db", db],
+        &["model-eval", "--format", "json", "--db", db],
+        &[&lookup[..], &["--n", "4096", "--k", "4096", "--nm", "8:32"]].concat(),
+    ];
+    for args in cases {
+        let (status, stderr) = first_line_then_hang_up(args);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {status}: {stderr}"
+        );
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+}
