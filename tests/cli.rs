@@ -266,3 +266,31 @@ fn a_reader_that_goes_away_ends_every_command_quietly() {
         assert!(!stderr.contains("error"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn the_tuner_caches_kernels_where_the_runtime_looks_for_them() {
+    if nmtune::codegen::nvrtc::nvrtc_available().is_err() {
+        eprintln!("SKIPPED: NVRTC not available");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let name = "nm_spmm_f32_arow4_ms64_ns64_ks32_mt8_nt8_w4x8_n8m32l32_nopack_cp2_mb1_sk1";
+    nmtune()
+        .args(["kernel", name])
+        .env_remove("NMTUNE_CACHE_DIR")
+        .env("XDG_CACHE_HOME", home.path())
+        .env("HOME", home.path())
+        .assert()
+        .success();
+    // Where nmtune::codegen::nvrtc::default_cache_dir (the runtime's default) puts it.
+    let config = nmtune::codegen::KernelConfig::parse_name(name).unwrap();
+    let source = nmtune::codegen::render::render(&config).unwrap();
+    let runtime_dir = home.path().join("nmtune").join("cubins");
+    let cubin = nmtune::codegen::nvrtc::cache_path(&source, "sm_90", &runtime_dir).unwrap();
+    assert!(cubin.is_file(), "{} missing", cubin.display());
+    let elsewhere: Vec<_> = std::fs::read_dir(home.path().join("nmtune"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(elsewhere, ["cubins"], "one cache folder");
+}

@@ -58,7 +58,8 @@ pub struct BenchArgs {
     /// Also write every line as CSV to this file.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
-    /// NVRTC output cache [default: the user cache directory].
+    /// NVRTC output cache [default: nmtune/cubins in the user cache directory, where the
+    /// runtime API looks for compiled kernels too].
     #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
 }

@@ -16,7 +16,8 @@ pub struct KernelArgs {
     /// Print the rendered CUDA source instead of compiling it.
     #[arg(long)]
     source: bool,
-    /// NVRTC output cache [default: the user cache directory].
+    /// NVRTC output cache [default: nmtune/cubins in the user cache directory, where the
+    /// runtime API looks for compiled kernels too].
     #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
 }

@@ -3,6 +3,7 @@
 use super::supervise;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
+use nmtune::codegen::nvrtc;
 use nmtune::db::{Database, Source};
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
 use nmtune::problem::Problem;
@@ -48,7 +49,8 @@ pub struct TuneArgs {
     /// Timed runs per candidate (the median is stored).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
-    /// NVRTC output cache [default: the user cache directory].
+    /// NVRTC output cache [default: nmtune/cubins in the user cache directory, where the
+    /// runtime API looks for compiled kernels too].
     #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
     /// Seconds one verification or one batch of timed launches may take; a kernel still
@@ -263,11 +265,10 @@ fn open_db(args: &TuneArgs, gpu: &str, source: Source) -> anyhow::Result<Databas
     Ok(Database::open(&path)?)
 }
 
-/// The NVRTC cache directory: the one given, else the user cache directory.
+/// The NVRTC cache directory: the one given, else the one the runtime uses
+/// ([`nvrtc::default_cache_dir`]), so that an application finds every kernel tuning compiled.
 pub fn cache_dir_or_default(given: Option<PathBuf>) -> PathBuf {
-    given
-        .or_else(|| dirs::cache_dir().map(|d| d.join("nmtune")))
-        .unwrap_or_else(|| PathBuf::from(".nmtune-cache"))
+    given.unwrap_or_else(nvrtc::default_cache_dir)
 }
 
 fn parse_time_limit(text: &str) -> Result<f64, String> {
