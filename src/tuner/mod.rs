@@ -11,6 +11,7 @@ pub mod kernels;
 pub mod measure;
 pub mod model;
 pub mod profile;
+pub mod progress;
 mod run;
 pub mod search;
 pub mod workload;
