@@ -294,3 +294,85 @@ fn the_tuner_caches_kernels_where_the_runtime_looks_for_them() {
         .collect();
     assert_eq!(elsewhere, ["cubins"], "one cache folder");
 }
+
+/// A model database of the example shapes in `dir`.
+fn example_model_db(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = dir.join("model.sqlite");
+    common::model_run(std::path::Path::new("shapes/example.yaml"), &db)
+        .output()
+        .unwrap();
+    db
+}
+
+#[test]
+fn report_fields_are_flat_csv_leaves_missing_values_empty_and_predictions_are_not_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = example_model_db(dir.path());
+    // JSON: every config field is a number, a boolean or a string, and the README names each.
+    let readme = fs::read_to_string("README.md").unwrap();
+    let documented = readme
+        .lines()
+        .find(|l| l.starts_with("| `config` |"))
+        .unwrap();
+    for row in report_json(&db) {
+        let config = row["config"].as_object().unwrap();
+        assert!(config.contains_key("stages") && !config.contains_key("pipeline"));
+        for (key, value) in config {
+            assert!(!value.is_object() && !value.is_array(), "{key}: {value}");
+            assert!(
+                documented.contains(&format!("`{key}`")),
+                "{key} undocumented"
+            );
+        }
+        assert_eq!(row["cublas_us"], serde_json::Value::Null);
+    }
+    // CSV: numbers or empty fields, never a placeholder.
+    let out = nmtune()
+        .args(["report", "--format", "csv", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for line in lines {
+        for (name, field) in header.iter().zip(line.split(',')) {
+            let numeric = ["median_us", "effective_tflops", "cublas_us", "speedup"];
+            if numeric.contains(name) || name.ends_with("ideal") {
+                assert!(
+                    field.is_empty() || field.parse::<f64>().is_ok(),
+                    "{name} = '{field}' in {line}"
+                );
+            }
+        }
+    }
+    // Table: a prediction's "verified" column says n/a, never no.
+    let table = nmtune().args(["report", "--db"]).arg(&db).output().unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.lines().next().unwrap().contains("verified"));
+    for line in table.lines().filter(|l| l.contains(" model ")) {
+        assert!(line.contains(" n/a ") && !line.contains(" no "), "{line}");
+    }
+}
+
+#[test]
+fn report_of_a_gpu_the_database_does_not_hold_names_the_ones_it_does() {
+    nmtune()
+        .args(["report", "--db", "tuning-db/h200.sqlite", "--gpu", "zz"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error(
+            "holds no entries of GPU 'zz' (it holds: h200)",
+        ));
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sqlite");
+    nmtune::db::Database::open(&empty).unwrap();
+    for format in ["table", "json", "csv"] {
+        nmtune()
+            .args(["report", "--format", format, "--db"])
+            .arg(&empty)
+            .assert()
+            .code(1)
+            .stderr(one_line_error("holds no usable entry"));
+    }
+}

@@ -2,6 +2,7 @@
 
 mod bench;
 mod export;
+mod fields;
 mod kernel;
 mod lookup;
 mod model_eval;
