@@ -267,6 +267,8 @@ fn report_and_lookup_agree_on_every_problem_of_a_database() {
             r["nm"].as_str().unwrap(),
         );
         let answer = lookup_at(&path, &p);
+        // The report says which entries the runtime launches: those of this build's templates.
+        assert_eq!(answer["rule"] == "exact", r["current_templates"] == true, "{p}");
         if answer["rule"] == "exact" {
             assert_eq!(answer["kernel"], r["kernel"], "{p}");
             assert_eq!(answer["source"], r["source"], "{p}");
@@ -285,4 +287,22 @@ fn report_and_lookup_agree_on_every_committed_database() {
             }
         }
     }
+}
+
+#[test]
+fn a_bare_number_is_not_a_sparsity_pattern() {
+    let shape = ["--m", "256", "--n", "4096", "--k", "4096", "--nm"];
+    for bare in ["0", "0.75", "75"] {
+        nmtune()
+            .args(["lookup", "--db", DB, "--gpu", "h200"])
+            .args(shape)
+            .arg(bare)
+            .assert()
+            .code(1)
+            .stderr(one_line_error("is neither N:M nor a percentage"));
+    }
+    let answer = lookup_json(&[&shape[..], &["75%"]].concat());
+    assert_eq!(answer["nm"], "8:32");
+    let dense = lookup_json(&[&shape[..], &["0%"]].concat());
+    assert_eq!(dense["nm"], "32:32", "an explicit 0 % is dense, on purpose");
 }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nmtune::codegen::KernelConfig;
 use nmtune::db::Database;
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Problem};
 use nmtune::summary::{speedup_rows, speedup_table};
 use nmtune::tuner::measure::TimingPlan;
 use nmtune::tuner::profile::{profile_problem, ProblemProfile};
@@ -37,7 +37,7 @@ pub struct BenchArgs {
     /// Inner dimension.
     #[arg(long)]
     k: Option<usize>,
-    /// Sparsity pattern N:M.
+    /// Sparsity pattern N:M, or the share of weights pruned as a percentage (75%, M = 32).
     #[arg(long, default_value = "16:32")]
     nm: String,
     /// Vector length L.
@@ -113,7 +113,7 @@ fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
     let (Some(m), Some(n), Some(k)) = (args.m, args.n, args.k) else {
         bail!("nmtune bench needs --m, --n and --k (or --db <tuning database>)");
     };
-    let nm = NmPattern::parse(&args.nm, 32)?;
+    let nm = super::fields::pattern_arg("--nm", &args.nm)?;
     let problem = Problem::new(m, n, k, nm, args.l)?.with_layout(args.a_layout)?;
     let configs = if args.kernels.is_empty() {
         let profile = nmtune::gpu::GpuProfile::builtin(&args.gpu)

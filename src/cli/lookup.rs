@@ -1,10 +1,10 @@
 //! `nmtune lookup`: which kernel the runtime would launch for one problem, and why. Reads the
 //! database only; needs no GPU.
 
+use super::fields::{pattern_arg, ConfigFields};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use nmtune::codegen::KernelConfig;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::Problem;
 use nmtune::runtime::{Choice, Lookup, Rule};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -32,7 +32,8 @@ pub struct LookupArgs {
     /// Rows of the weight, columns of A (input features).
     #[arg(long)]
     k: usize,
-    /// Sparsity pattern "N:M" (or a fraction such as 0.75 with M = 32).
+    /// Sparsity pattern N:M, such as 8:32, or the share of weights pruned as a percentage,
+    /// such as 75% (with M = 32).
     #[arg(long, value_name = "N:M")]
     nm: String,
     /// Vector length L.
@@ -52,7 +53,7 @@ struct Answer {
     nm: String,
     l: usize,
     kernel: String,
-    config: KernelConfig,
+    config: ConfigFields,
     /// `exact`, `nearest_m` or `default`.
     rule: &'static str,
     /// The m of the borrowed entry (`nearest_m` only).
@@ -78,7 +79,7 @@ impl Answer {
             nm: p.nm.to_string(),
             l: p.l,
             kernel: choice.config.name(),
-            config: choice.config,
+            config: ConfigFields::from(&choice.config),
             rule: choice.rule.as_str(),
             from_m: match choice.rule {
                 Rule::NearestM { from_m } => Some(from_m),
@@ -93,7 +94,7 @@ impl Answer {
 }
 
 pub fn run(args: &LookupArgs) -> anyhow::Result<()> {
-    let nm = NmPattern::parse(&args.nm, 32)?;
+    let nm = pattern_arg("--nm", &args.nm)?;
     let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?;
     // A typo in --db should not quietly turn into "defaults for everything".
     if !args.db.exists() {
@@ -114,7 +115,7 @@ fn opt(value: Option<f64>, unit: &str) -> String {
 }
 
 fn table(a: &Answer, choice: &Choice) -> String {
-    let c = &a.config;
+    let c = &choice.config;
     let at = a
         .from_m
         .map_or_else(String::new, |m| format!(" (at m={m})"));
