@@ -275,6 +275,7 @@ fn replay_argument_errors_are_one_line() {
         .stderr(one_line_error(
             "no measurements of GPU 'h100' (it holds: h200)",
         ));
+    assert!(!db.exists(), "a failed replay leaves no database behind");
     nmtune()
         .args(["check-replay", "--db"])
         .arg(dir.path().join("synthetic.sqlite"))

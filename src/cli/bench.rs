@@ -189,6 +189,9 @@ fn lines(gpu: &str, profile: &ProblemProfile) -> Vec<Line> {
             let name = k.config.name();
             let regs = k.registers.map_or("-".into(), |r| r.to_string());
             let spill = k.spill_bytes.map_or("-".into(), |s| s.to_string());
+            // In CSV a missing value is an empty field.
+            let csv_regs = k.registers.map_or(String::new(), |r| r.to_string());
+            let csv_spill = k.spill_bytes.map_or(String::new(), |s| s.to_string());
             match &k.result {
                 Ok(t) => {
                     let us = t.timing.median_us;
@@ -200,14 +203,14 @@ fn lines(gpu: &str, profile: &ProblemProfile) -> Vec<Line> {
                             p.to_string(), cublas / us, t.rel_error
                         ),
                         csv: format!(
-                            "{gpu},{p},{name},{regs},{spill},{us:.3},{:.3},{},{eff:.3},{real:.3},{cublas:.3},{:.4},{:.3e},",
+                            "{gpu},{p},{name},{csv_regs},{csv_spill},{us:.3},{:.3},{},{eff:.3},{real:.3},{cublas:.3},{:.4},{:.3e},",
                             t.timing.min_us, t.timing.runs, cublas / us, t.rel_error
                         ),
                     }
                 }
                 Err(reason) => Line {
                     table: format!("{:<28} {regs:>4} {spill:>5} {:>10} {:>8} {:>8} {cublas:>10.1} {:>7} {:>9}  {name}: {reason}", p.to_string(), "-", "-", "-", "-", "-"),
-                    csv: format!("{gpu},{p},{name},{regs},{spill},,,,,,{cublas:.3},,,\"{}\"", reason.replace('"', "'")),
+                    csv: format!("{gpu},{p},{name},{csv_regs},{csv_spill},,,,,,{cublas:.3},,,\"{}\"", reason.replace('"', "'")),
                 },
             }
         })
