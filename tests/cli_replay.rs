@@ -657,3 +657,39 @@ fn impossible_values_are_refused_with_file_and_line() {
             .stderr(predicate::str::contains(expected.as_str()));
     }
 }
+
+#[test]
+fn no_measured_point_sits_above_its_roof() {
+    let mut checked = 0;
+    for entry in fs::read_dir("tuning-db").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "sqlite") {
+            continue;
+        }
+        let db = Database::open_read_only(&path).unwrap();
+        for gpu in db.gpus().unwrap() {
+            let profile = db.gpu_profile(&gpu).unwrap().unwrap();
+            let peak = profile.peak_fp32_flops() / 1e12;
+            let dram = profile.dram_bytes_per_s() / 1e12;
+            let l2 = dram * nmtune::tuner::model::L2_BANDWIDTH_FACTOR;
+            let best = db.best_entries(Some(&gpu)).unwrap();
+            for p in nmtune::plot::roofline_points(&best, &profile) {
+                let roofs = [
+                    ("DRAM", (dram * p.dram_intensity).min(peak)),
+                    ("L2", (l2 * p.l2_intensity).min(peak)),
+                ];
+                for (roof, at) in roofs {
+                    assert!(
+                        p.achieved_tflops <= at,
+                        "{}: {} point at {:.1} TFLOP/s above the {roof} roof ({at:.1}): {p:?}",
+                        path.display(),
+                        p.nm,
+                        p.achieved_tflops
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 800, "{checked} points");
+}
