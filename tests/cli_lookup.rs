@@ -268,7 +268,11 @@ fn report_and_lookup_agree_on_every_problem_of_a_database() {
         );
         let answer = lookup_at(&path, &p);
         // The report says which entries the runtime launches: those of this build's templates.
-        assert_eq!(answer["rule"] == "exact", r["current_templates"] == true, "{p}");
+        assert_eq!(
+            answer["rule"] == "exact",
+            r["current_templates"] == true,
+            "{p}"
+        );
         if answer["rule"] == "exact" {
             assert_eq!(answer["kernel"], r["kernel"], "{p}");
             assert_eq!(answer["source"], r["source"], "{p}");

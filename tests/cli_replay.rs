@@ -663,7 +663,7 @@ fn no_measured_point_sits_above_its_roof() {
     let mut checked = 0;
     for entry in fs::read_dir("tuning-db").unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "sqlite") {
+        if !path.extension().is_some_and(|e| e == "sqlite") {
             continue;
         }
         let db = Database::open_read_only(&path).unwrap();
