@@ -5,8 +5,18 @@ mod cli;
 fn main() -> std::process::ExitCode {
     ignore_file_size_signal();
     end_quietly_when_the_reader_goes();
+    // Warnings in the style of every other message: `nmtune: warning: …`, one line.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
-        .format_timestamp(None)
+        .format(|out, record| {
+            use std::io::Write;
+            let level = match record.level() {
+                log::Level::Error => "error",
+                log::Level::Warn => "warning",
+                log::Level::Info => "note",
+                log::Level::Debug | log::Level::Trace => "debug",
+            };
+            writeln!(out, "nmtune: {level}: {}", record.args())
+        })
         .init();
     match cli::run() {
         Ok(()) => std::process::ExitCode::SUCCESS,

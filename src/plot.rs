@@ -127,6 +127,20 @@ pub fn draw_roofline(
     };
     register_fonts().map_err(failed)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if !matches!(ext.to_ascii_lowercase().as_str(), "png" | "svg") {
+        return Err(PlotError::UnknownFormat {
+            path: path.to_path_buf(),
+        });
+    }
+    // Open the file first: the drawing backends report a missing folder or a refused write
+    // as a dump of nested error values.
+    std::fs::File::create(path).map_err(|e| {
+        let detail = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) if !dir.is_dir() => format!("the folder {} does not exist", dir.display()),
+            _ => e.to_string(),
+        };
+        failed(detail)
+    })?;
     let drawn = match ext.to_ascii_lowercase().as_str() {
         "png" => draw(
             BitMapBackend::new(path, SIZE).into_drawing_area(),
@@ -146,7 +160,10 @@ pub fn draw_roofline(
             })
         }
     };
-    drawn.map_err(failed)
+    drawn.map_err(|detail| {
+        let _ = std::fs::remove_file(path);
+        failed(detail)
+    })
 }
 
 /// Axis ranges (log scale) that hold every point and the ridge of the roofline.

@@ -171,7 +171,10 @@ fn bench_without_a_gpu_says_so() {
         .args(["bench", "--m", "64", "--n", "64", "--k", "64"])
         .assert()
         .code(1)
-        .stderr(one_line_error("no NVIDIA GPU"));
+        .stderr(one_line_error("no NVIDIA GPU"))
+        .stderr(predicate::str::contains("nmtune kernel"))
+        // bench takes no --backend: it must not suggest one.
+        .stderr(predicate::str::contains("--backend").not());
 }
 
 #[test]
@@ -186,16 +189,22 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
         return;
     }
     let cache = tempfile::tempdir().unwrap();
+    let name = "nm_spmm_f32_arow4_ms64_ns64_ks32_mt8_nt8_w4x8_n8m32l32_nopack_cp2_mb1_sk1";
     nmtune()
-        .args([
-            "kernel",
-            "nm_spmm_f32_ms64_ns64_ks32_mt8_nt8_w4x8_n8m32l32_nopack_cp2_sk1",
-            "--cache-dir",
-        ])
+        .args(["kernel", name, "--cache-dir"])
         .arg(cache.path())
         .assert()
         .success()
         .stdout(predicate::str::contains("registers").and(predicate::str::contains("sm_90")));
+    // An architecture that is none names the kernel it could not compile.
+    let message = format!("kernel {name} failed to compile for foo");
+    nmtune()
+        .args(["kernel", name, "--arch", "foo", "--cache-dir"])
+        .arg(cache.path())
+        .assert()
+        .code(1)
+        .stderr(one_line_error("is not a real architecture"))
+        .stderr(predicate::str::contains(message));
 }
 
 #[test]
@@ -375,4 +384,136 @@ fn report_of_a_gpu_the_database_does_not_hold_names_the_ones_it_does() {
             .code(1)
             .stderr(one_line_error("holds no usable entry"));
     }
+}
+
+#[test]
+fn negative_numbers_reach_their_parsers_and_errors_point_at_the_right_help() {
+    let lookup = ["lookup", "--db", "tuning-db/h200.sqlite", "--gpu", "h200"];
+    let shape = ["--n", "4096", "--k", "4096", "--nm", "8:32"];
+    let cases: [(Vec<&str>, &'static str, &'static str); 5] = [
+        (
+            vec![
+                "--gpu",
+                "h100",
+                "--shapes",
+                "shapes/example.yaml",
+                "--kernel-time-limit",
+                "-1",
+            ],
+            "'-1' is not a time limit between 0.01 and 3600 seconds",
+            "(see nmtune --help)",
+        ),
+        (
+            [&lookup[..], &["--m", "-5"], &shape[..]].concat(),
+            "'-5' is not a whole number of at least 1",
+            "(see nmtune lookup --help)",
+        ),
+        (
+            vec!["bench", "--m", "-5", "--n", "64", "--k", "64"],
+            "'-5' is not a whole number of at least 1",
+            "(see nmtune bench --help)",
+        ),
+        (
+            vec![
+                "model-eval",
+                "--db",
+                "tuning-db/h200.sqlite",
+                "--min-configs",
+                "-3",
+            ],
+            "'-3' is not a whole number of at least 1",
+            "(see nmtune model-eval --help)",
+        ),
+        (
+            vec!["report", "--db", "tuning-db/h200.sqlite", "--bogus"],
+            "unexpected argument '--bogus'",
+            "(see nmtune report --help)",
+        ),
+    ];
+    for (args, what, help) in cases {
+        nmtune()
+            .args(&args)
+            .assert()
+            .code(1)
+            .stderr(one_line_error(what))
+            .stderr(predicate::str::contains(help));
+    }
+    nmtune()
+        .args([
+            "model-eval",
+            "--db",
+            "tuning-db/h200.sqlite",
+            "--tolerance",
+            "-0.1",
+        ])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("--tolerance must be a fraction"));
+}
+
+#[test]
+fn help_has_no_rustdoc_left_in_it() {
+    let sample = format!("{} pseudo-random", nmtune::tuner::search::SAMPLE_SIZE);
+    for args in [&["--help"][..], &["bench", "--help"]] {
+        nmtune()
+            .args(args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(sample.as_str()))
+            .stdout(predicate::str::contains("[`").not());
+    }
+}
+
+#[test]
+fn plotting_into_a_missing_folder_is_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = example_model_db(dir.path());
+    let plot = dir.path().join("no-such-folder").join("r.png");
+    nmtune()
+        .args(["report", "--db"])
+        .arg(&db)
+        .arg("--plot")
+        .arg(&plot)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("the folder"))
+        .stderr(predicate::str::contains("Os {").not())
+        .stderr(predicate::str::contains("IoError").not());
+}
+
+#[test]
+fn warnings_look_like_every_other_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("stale.sqlite");
+    let p = nmtune::problem::Problem::new(
+        256,
+        4096,
+        4096,
+        nmtune::problem::NmPattern::new(8, 32).unwrap(),
+        32,
+    )
+    .unwrap();
+    let h200 = nmtune::gpu::GpuProfile::builtin("h200").unwrap();
+    let config = nmtune::tuner::search::candidates(&p, &h200, nmtune::tuner::Strategy::Pruned)[0];
+    let mut row = common::timed_row(p, config, nmtune::db::Source::Measured, 50.0);
+    row.template_checksum = "other-templates".into();
+    nmtune::db::Database::open(&db)
+        .unwrap()
+        .record(&row)
+        .unwrap();
+    let out = nmtune()
+        .args([
+            "lookup", "--gpu", "h200", "--m", "256", "--n", "4096", "--k", "4096",
+        ])
+        .args(["--nm", "8:32", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("nmtune: warning: ") && stderr.contains("other kernel templates"),
+        "{stderr}"
+    );
 }

@@ -4,6 +4,7 @@
 //! kernel (`--db`, optionally only one m), which reproduces the report's speed-ups in one
 //! command.
 
+use super::fields::{whole_number, StrategyArg};
 use super::tune::{cache_dir_or_default, open_gpu};
 use anyhow::{bail, Context};
 use clap::Args;
@@ -13,7 +14,7 @@ use nmtune::problem::{ALayout, Problem};
 use nmtune::summary::{speedup_rows, speedup_table};
 use nmtune::tuner::measure::TimingPlan;
 use nmtune::tuner::profile::{profile_problem, ProblemProfile};
-use nmtune::tuner::{search, Strategy};
+use nmtune::tuner::search;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -29,19 +30,19 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["n", "k", "kernels", "strategy"])]
     db: Option<PathBuf>,
     /// Rows of A (with --db: only problems with this m).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     m: Option<usize>,
     /// Columns of the weight and of C.
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     n: Option<usize>,
     /// Inner dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     k: Option<usize>,
     /// Sparsity pattern N:M, or the share of weights pruned as a percentage (75%, M = 32).
     #[arg(long, default_value = "16:32")]
     nm: String,
     /// Vector length L.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = whole_number)]
     l: usize,
     /// Layout of A: row (m×k row-major) or col (column-major, the paper's).
     #[arg(long, value_enum, default_value = "row")]
@@ -51,7 +52,7 @@ pub struct BenchArgs {
     kernels: Vec<String>,
     /// Time a strategy's candidates instead of a kernel list [default: pruned].
     #[arg(long, value_enum)]
-    strategy: Option<Strategy>,
+    strategy: Option<StrategyArg>,
     /// Timed runs per kernel (median reported).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
@@ -68,7 +69,11 @@ const CSV_HEADER: &str = "gpu,problem,kernel,registers,spill_bytes,median_us,min
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let jobs = jobs(args)?;
-    let gpu = open_gpu(&args.gpu, args.force)?;
+    let gpu = open_gpu(
+        &args.gpu,
+        args.force,
+        "nmtune bench times kernels on one; nmtune kernel (a kernel's resources) and nmtune lookup need none",
+    )?;
     let plan = TimingPlan {
         runs: args.runs as usize,
         ..TimingPlan::default()
@@ -119,7 +124,7 @@ fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
         let profile = nmtune::gpu::GpuProfile::builtin(&args.gpu)
             .or_else(|| nmtune::gpu::GpuProfile::builtin("h100"))
             .context("no GPU profile")?;
-        search::candidates(&problem, &profile, args.strategy.unwrap_or_default())
+        search::candidates(&problem, &profile, args.strategy.unwrap_or_default().into())
     } else {
         parse_kernels(&args.kernels, &problem)?
     };

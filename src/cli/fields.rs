@@ -2,9 +2,48 @@
 //! fields, a sparsity pattern on the command line, numbers in CSV.
 
 use anyhow::bail;
+use clap::ValueEnum;
 use nmtune::codegen::KernelConfig;
 use nmtune::problem::NmPattern;
+use nmtune::tuner::Strategy;
 use serde::Serialize;
+
+/// A search strategy on the command line: `tuner::Strategy`, described for its users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum StrategyArg {
+    /// The paper's rules prune the space, the model ranks what is left and keeps its best 6,
+    /// the Table I tiles and the sweep's winning shapes join as seeds
+    #[default]
+    Pruned,
+    /// Every valid configuration (candidates clearly slower than the best are abandoned early)
+    Exhaustive,
+    /// Only the model's best 3 and their one-parameter neighbours
+    Model,
+    /// The pruned candidates plus the same 256 pseudo-random valid configurations for every
+    /// problem of a pattern: a ground truth within a GPU budget
+    Sample,
+}
+
+impl From<StrategyArg> for Strategy {
+    fn from(arg: StrategyArg) -> Self {
+        match arg {
+            StrategyArg::Pruned => Strategy::Pruned,
+            StrategyArg::Exhaustive => Strategy::Exhaustive,
+            StrategyArg::Model => Strategy::Model,
+            StrategyArg::Sample => Strategy::Sample,
+        }
+    }
+}
+
+/// A count or size on the command line: a whole number of at least 1. Negative numbers reach
+/// this parser (the commands allow them as values) and get this message, not clap's
+/// "unexpected argument".
+pub fn whole_number(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(v) if v >= 1 => Ok(v),
+        _ => Err(format!("'{text}' is not a whole number of at least 1")),
+    }
+}
 
 /// A kernel configuration as the JSON of `nmtune report` and `nmtune lookup` spell it (README
 /// "Report fields"): flat fields, each a number, a boolean or a short string.

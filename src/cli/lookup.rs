@@ -1,7 +1,7 @@
 //! `nmtune lookup`: which kernel the runtime would launch for one problem, and why. Reads the
 //! database only; needs no GPU.
 
-use super::fields::{pattern_arg, ConfigFields};
+use super::fields::{pattern_arg, whole_number, ConfigFields};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use nmtune::problem::Problem;
@@ -24,20 +24,20 @@ pub struct LookupArgs {
     #[arg(long, value_name = "NAME")]
     gpu: String,
     /// Rows of A (tokens).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     m: usize,
     /// Columns of the weight and of C (output features).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     n: usize,
     /// Rows of the weight, columns of A (input features).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     k: usize,
     /// Sparsity pattern N:M, such as 8:32, or the share of weights pruned as a percentage,
     /// such as 75% (with M = 32).
     #[arg(long, value_name = "N:M")]
     nm: String,
     /// Vector length L.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = whole_number)]
     l: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,

@@ -1,5 +1,6 @@
 //! The main job: tune every shape of a shapes file and write the tuning database.
 
+use super::fields::StrategyArg;
 use super::supervise;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
@@ -8,7 +9,7 @@ use nmtune::db::{Database, Source};
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
 use nmtune::problem::Problem;
 use nmtune::replay::MeasurementLog;
-use nmtune::tuner::{self, measure::TimingPlan, Strategy, TuneOptions, TuneSummary};
+use nmtune::tuner::{self, measure::TimingPlan, TuneOptions, TuneSummary};
 use std::path::PathBuf;
 
 /// Where timings come from.
@@ -34,8 +35,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
     /// Search strategy.
-    #[arg(long, value_enum, default_value_t = Strategy::Pruned)]
-    strategy: Strategy,
+    #[arg(long, value_enum, default_value_t = StrategyArg::Pruned)]
+    strategy: StrategyArg,
     /// Measure on the GPU, predict with the performance model, or replay a measurements file
     /// [default: gpu, or model with a notice when the machine has no GPU].
     #[arg(long, value_enum)]
@@ -198,7 +199,14 @@ fn tune_gpu(
     gpu_name: &str,
     problems: &[Problem],
 ) -> anyhow::Result<(TuneSummary, PathBuf)> {
-    tune_on(args, gpu_name, open_gpu(gpu_name, args.force)?, problems)
+    let needs = "--backend gpu needs one; leave --backend out, or use --backend model, to fill \
+                 the database from the performance model";
+    tune_on(
+        args,
+        gpu_name,
+        open_gpu(gpu_name, args.force, needs)?,
+        problems,
+    )
 }
 
 fn tune_on(
@@ -211,7 +219,7 @@ fn tune_on(
     tuner::check_supported(problems, gpu.profile())?;
     let db = open_db(args, &gpu.profile().name, Source::Measured)?;
     let opts = TuneOptions {
-        strategy: args.strategy,
+        strategy: args.strategy.into(),
         plan: TimingPlan {
             runs: args.runs as usize,
             time_limit: std::time::Duration::from_secs_f64(args.kernel_time_limit),
@@ -226,12 +234,10 @@ fn tune_on(
 }
 
 /// Open GPU 0 and check that it is the one `gpu_name` names (`auto`: any; `force`: any).
-pub fn open_gpu(gpu_name: &str, force: bool) -> anyhow::Result<Gpu> {
+/// `needs` says, for a machine without one, who needs it and what runs without.
+pub fn open_gpu(gpu_name: &str, force: bool, needs: &str) -> anyhow::Result<Gpu> {
     if !device::driver_present() {
-        bail!(
-            "no NVIDIA GPU on this machine (libcuda.so not found): {gpu_name} needs one; \
-             run on a GPU machine, or use --backend model to fill the database from the performance model"
-        );
+        bail!("no NVIDIA GPU on this machine (libcuda.so not found): {needs}");
     }
     let gpu = Gpu::open(0)?;
     check_match(gpu_name, &gpu, force)?;
