@@ -517,3 +517,25 @@ fn warnings_look_like_every_other_message() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_deeply_nested_shapes_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deep.yaml");
+    fs::write(&file, format!("layers: {}", "[".repeat(100_000))).unwrap();
+    let started = std::time::Instant::now();
+    nmtune()
+        .args(["--gpu", "h100", "--backend", "model", "--shapes"])
+        .arg(&file)
+        .arg("--db")
+        .arg(dir.path().join("never.sqlite"))
+        .assert()
+        .code(1)
+        .stderr(one_line_error("deep.yaml:1:"))
+        .stderr(predicate::str::contains("nested deeper than"));
+    assert!(
+        started.elapsed().as_secs_f64() < 5.0,
+        "{:?}",
+        started.elapsed()
+    );
+}
