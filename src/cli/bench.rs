@@ -47,7 +47,7 @@ pub struct BenchArgs {
     /// Layout of A: row (m×k row-major) or col (column-major, the paper's).
     #[arg(long, value_enum, default_value = "row")]
     a_layout: ALayout,
-    /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_ms128_ns128_…
+    /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_arow4_ms64_ns128_…
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
     /// Time a strategy's candidates instead of a kernel list [default: pruned].

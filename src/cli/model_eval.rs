@@ -138,9 +138,8 @@ fn table(e: &Evaluation, db: &std::path::Path) -> String {
     if e.coverage < EXHAUSTIVE_COVERAGE {
         out += &format!(
             "caveat: the ground truth is what was measured, {:.1} configurations per problem on \
-             average, {:.2} % of the {:.0} valid ones: not an exhaustive sweep (the pruned \
-             strategy times ~7 per problem), so a hit means the model finds the best of that \
-             set, not the optimum\n",
+             average, {:.2} % of the {:.0} valid ones: not an exhaustive sweep, so a hit means \
+             the model finds the best of that set, not the optimum\n",
             e.overall.mean_measured,
             e.coverage * 100.0,
             e.overall.mean_search_space
