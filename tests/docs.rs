@@ -147,7 +147,12 @@ fn the_readme_names_only_files_that_exist() {
 #[test]
 fn every_kernel_name_in_the_readme_and_the_help_parses() {
     let mut names = 0;
-    for file in ["README.md", "docs/design.md", "src/cli/kernel.rs", "src/cli/bench.rs"] {
+    for file in [
+        "README.md",
+        "docs/design.md",
+        "src/cli/kernel.rs",
+        "src/cli/bench.rs",
+    ] {
         let text = fs::read_to_string(root().join(file)).unwrap();
         for (at, _) in text.match_indices("nm_spmm_f32_") {
             let name: String = text[at..]
