@@ -693,3 +693,36 @@ fn no_measured_point_sits_above_its_roof() {
     }
     assert!(checked > 800, "{checked} points");
 }
+
+#[test]
+fn model_eval_judges_against_the_same_best_entry_as_the_report() {
+    // One problem timed twice: with this build's templates (older) and with other templates
+    // (newer, faster). The best entry, for the report and the runtime, is this build's; the
+    // model evaluation's ground truth must be the set it was chosen from.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two-templates.sqlite");
+    let db = Database::open(&path).unwrap();
+    db.upsert_gpu(&GpuProfile::builtin("h200").unwrap())
+        .unwrap();
+    let p = problem(256);
+    let mut rows = Vec::new();
+    for (i, cfg) in ranking(&p).into_iter().take(6).enumerate() {
+        let mut current = row(&p, cfg, 100.0 + i as f64);
+        current.template_checksum = nmtune::codegen::template_checksum().into();
+        let mut other = row(&p, cfg, 50.0 - i as f64);
+        other.created_at = "2030-01-01T00:00:00Z".into();
+        rows.extend([current, other]);
+    }
+    db.record_all(&rows).unwrap();
+    drop(db);
+    let reported = report_json(&path);
+    let evals: Vec<serde_json::Value> = json_output(
+        nmtune()
+            .args(["model-eval", "--format", "json", "--db"])
+            .arg(&path),
+    );
+    let judged = &evals[0]["problems"][0];
+    assert_eq!(judged["best_kernel"], reported[0]["kernel"]);
+    assert_eq!(judged["best_us"], reported[0]["median_us"]);
+    assert_eq!(judged["measured"], 6, "one template's set, not both");
+}
