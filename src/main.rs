@@ -4,8 +4,19 @@ mod cli;
 
 fn main() -> std::process::ExitCode {
     ignore_file_size_signal();
+    end_quietly_when_the_reader_goes();
+    // Warnings in the style of every other message: `nmtune: warning: …`, one line.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
-        .format_timestamp(None)
+        .format(|out, record| {
+            use std::io::Write;
+            let level = match record.level() {
+                log::Level::Error => "error",
+                log::Level::Warn => "warning",
+                log::Level::Info => "note",
+                log::Level::Debug | log::Level::Trace => "debug",
+            };
+            writeln!(out, "nmtune: {level}: {}", record.args())
+        })
         .init();
     match cli::run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -52,3 +63,18 @@ fn ignore_file_size_signal() {
 
 #[cfg(not(unix))]
 fn ignore_file_size_signal() {}
+
+/// Rust ignores SIGPIPE, so that writing to a pipe whose reader has gone (`nmtune report |
+/// head`) fails with EPIPE, and `print!` turns that failure into a panic. With the default
+/// action back, the process ends there, quietly, as Unix tools do; a database write in
+/// progress is a transaction, so nothing is lost or half-written.
+#[cfg(unix)]
+fn end_quietly_when_the_reader_goes() {
+    // SAFETY: sets one signal's disposition to SIG_DFL, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn end_quietly_when_the_reader_goes() {}

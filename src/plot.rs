@@ -1,17 +1,20 @@
 //! Roofline plots of a tuning database's best entries (`nmtune report --plot`).
 //!
-//! x is the block's arithmetic intensity by the model's eq. 3 (packed footprint for col_info
-//! kernels) for the chosen kernel; y is the real FP32 work done per second, 2·m·n·k·N/M over
-//! the median time. The roofs are the GPU profile's FP32 peak, its DRAM bandwidth and the L2
-//! bandwidth the model assumes. Each problem is drawn twice in its sparsity's colour: the
-//! achieved point (a dot) and the model's predicted point (a cross).
+//! y is the real FP32 work done per second, 2·m·n·k·N/M over the median time. Each roof is
+//! drawn against the intensity it applies to, so that no measured point can sit above its roof
+//! (docs/design.md "The performance model"): a dot at the real FLOPs over the bytes the kernel
+//! must move from DRAM (every operand once) under the DRAM roof, and a ring at the real FLOPs
+//! over the bytes its tiles read from L2 (every k-tile of every block) under the L2 roof the
+//! model assumes. A cross marks the model's predicted rate at the DRAM intensity. The FP32
+//! peak caps both roofs; each problem is drawn in its sparsity's colour.
 //!
 //! Text is drawn with an embedded DejaVu Sans Mono (`assets/fonts`), so neither fontconfig nor
 //! freetype is needed.
 
+use crate::codegen::KernelConfig;
 use crate::db::{Measurement, Source};
 use crate::gpu::GpuProfile;
-use crate::problem::NmPattern;
+use crate::problem::{NmPattern, Problem};
 use crate::tuner::model;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -34,13 +37,41 @@ pub enum PlotError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RooflinePoint {
     pub nm: NmPattern,
-    /// Eq. 3 for the chosen kernel, FLOP/byte.
-    pub intensity: f64,
+    /// Real FLOPs over the bytes that must cross DRAM ([`dram_bytes`]), FLOP/byte.
+    pub dram_intensity: f64,
+    /// Real FLOPs over the bytes the kernel's tiles read from L2 ([`l2_bytes`]), FLOP/byte.
+    pub l2_intensity: f64,
     /// Real FP32 work (2·m·n·k·N/M) per second at the median time, TFLOP/s.
     pub achieved_tflops: f64,
     /// The same work at the model's predicted time, TFLOP/s.
     pub predicted_tflops: f64,
     pub source: Source,
+}
+
+/// Bytes a kernel must move between DRAM and the SMs at the least: A, B' and D read once and C
+/// written once, in FP32 and 32-bit indices.
+pub fn dram_bytes(problem: &Problem) -> f64 {
+    let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
+    let (w, q) = (problem.w() as f64, problem.q() as f64);
+    4.0 * (m * k + w * n + w * q + m * n)
+}
+
+/// Bytes the kernel's tiles read from L2, plus C (and split-K's partial sums) written: every
+/// block row of C reads all of B' and D, every block column the A columns each k-tile needs
+/// (all k_s of them, or with packing the expected distinct ones). Edge tiles read only what
+/// lies inside the operands.
+pub fn l2_bytes(cfg: &KernelConfig, problem: &Problem) -> f64 {
+    let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
+    let (w, q) = (problem.w() as f64, problem.q() as f64);
+    let m_tiles = (problem.m as f64 / cfg.m_s as f64).ceil();
+    let n_tiles = (problem.n as f64 / cfg.n_s as f64).ceil();
+    let a_columns = if cfg.packing {
+        let per_tile = model::expected_packed_columns(cfg).min(cfg.a_rows() as f64);
+        k / cfg.k_s as f64 * per_tile
+    } else {
+        k
+    };
+    4.0 * (n_tiles * m * a_columns + m_tiles * (w * n + w * q) + cfg.split_k as f64 * m * n)
 }
 
 /// Points of every best entry that has a time.
@@ -52,7 +83,8 @@ pub fn roofline_points(best: &[Measurement], profile: &GpuProfile) -> Vec<Roofli
             let predicted = model::predict(&m.config, &m.problem, profile).time_s;
             Some(RooflinePoint {
                 nm: m.problem.nm,
-                intensity: model::block_intensity(&m.config),
+                dram_intensity: work / dram_bytes(&m.problem),
+                l2_intensity: work / l2_bytes(&m.config, &m.problem),
                 achieved_tflops: work / t / 1e12,
                 predicted_tflops: work / predicted / 1e12,
                 source: m.source,
@@ -95,6 +127,20 @@ pub fn draw_roofline(
     };
     register_fonts().map_err(failed)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if !matches!(ext.to_ascii_lowercase().as_str(), "png" | "svg") {
+        return Err(PlotError::UnknownFormat {
+            path: path.to_path_buf(),
+        });
+    }
+    // Open the file first: the drawing backends report a missing folder or a refused write
+    // as a dump of nested error values.
+    std::fs::File::create(path).map_err(|e| {
+        let detail = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) if !dir.is_dir() => format!("the folder {} does not exist", dir.display()),
+            _ => e.to_string(),
+        };
+        failed(detail)
+    })?;
     let drawn = match ext.to_ascii_lowercase().as_str() {
         "png" => draw(
             BitMapBackend::new(path, SIZE).into_drawing_area(),
@@ -114,14 +160,20 @@ pub fn draw_roofline(
             })
         }
     };
-    drawn.map_err(failed)
+    drawn.map_err(|detail| {
+        let _ = std::fs::remove_file(path);
+        failed(detail)
+    })
 }
 
 /// Axis ranges (log scale) that hold every point and the ridge of the roofline.
 fn ranges(points: &[RooflinePoint], profile: &GpuProfile) -> ((f64, f64), (f64, f64)) {
     let peak = profile.peak_fp32_flops() / 1e12;
     let ridge = peak / (profile.dram_bytes_per_s() / 1e12);
-    let xs = points.iter().map(|p| p.intensity).chain([ridge]);
+    let xs = points
+        .iter()
+        .flat_map(|p| [p.dram_intensity, p.l2_intensity])
+        .chain([ridge]);
     let ys = points
         .iter()
         .flat_map(|p| [p.achieved_tflops, p.predicted_tflops])
@@ -177,7 +229,7 @@ fn draw<DB: DrawingBackend>(
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc("arithmetic intensity of a block, eq. 3 (FLOP/byte)")
+        .x_desc("real FLOPs per byte from DRAM (●) or from L2 (○)")
         .y_desc("achieved FP32 TFLOP/s (2·m·n·k·N/M / time)")
         .label_style(("sans-serif", 14))
         .x_labels(12)
@@ -192,24 +244,36 @@ fn draw<DB: DrawingBackend>(
         let label = format!("{nm} ({:.1} % sparse)", nm.sparsity() * 100.0);
         chart
             .draw_series(
-                mine.iter()
-                    .map(|p| Circle::new((p.intensity, p.achieved_tflops), 4, colour.filled())),
+                mine.iter().map(|p| {
+                    Circle::new((p.dram_intensity, p.achieved_tflops), 4, colour.filled())
+                }),
             )
             .map_err(err)?
             .label(label)
             .legend(move |(x, y)| Circle::new((x + 10, y), 4, colour.filled()));
         chart
-            .draw_series(
-                mine.iter().map(|p| {
-                    Cross::new((p.intensity, p.predicted_tflops), 4, colour.stroke_width(1))
-                }),
-            )
+            .draw_series(mine.iter().map(|p| {
+                Circle::new(
+                    (p.l2_intensity, p.achieved_tflops),
+                    4,
+                    colour.stroke_width(1),
+                )
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(mine.iter().map(|p| {
+                Cross::new(
+                    (p.dram_intensity, p.predicted_tflops),
+                    4,
+                    colour.stroke_width(1),
+                )
+            }))
             .map_err(err)?;
     }
     chart
         .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
         .map_err(err)?
-        .label("×: the model's prediction (same colours)")
+        .label("●: under the DRAM roof, ○: under the L2 roof, ×: predicted")
         .legend(|(x, y)| Cross::new((x + 10, y), 4, BLACK.stroke_width(1)));
     chart
         .configure_series_labels()
@@ -286,14 +350,15 @@ mod tests {
         let profile = GpuProfile::builtin("h200").unwrap();
         let p = RooflinePoint {
             nm: NmPattern::new(8, 32).unwrap(),
-            intensity: 3.0,
+            dram_intensity: 3.0,
+            l2_intensity: 1.0,
             achieved_tflops: 5.0,
             predicted_tflops: 9.0,
             source: Source::Measured,
         };
         let ((x0, x1), (y0, y1)) = ranges(&[p], &profile);
         let ridge = profile.peak_fp32_flops() / profile.dram_bytes_per_s();
-        assert!(x0 < 3.0 && x1 > ridge);
+        assert!(x0 < 1.0 && x1 > ridge);
         assert!(y0 < 5.0 && y1 > profile.peak_fp32_flops() / 1e12);
     }
 }

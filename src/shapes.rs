@@ -98,6 +98,15 @@ impl fmt::Display for OneLine<'_> {
 
 impl std::error::Error for ShapeError {}
 
+/// The largest shapes file read: far above any real one (`shapes/llama.yaml`, the paper's 400
+/// problems, is under 2 KB), far below what would make parsing slow.
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+
+/// The deepest nesting of flow collections (`[`, `{`) accepted: the format needs two (a list
+/// of sparsities inside a layer's `{ … }`). YAML parsers spend time growing with the square of
+/// the depth before they give up on a deep one.
+pub const MAX_NESTING: usize = 16;
+
 /// Read and parse a shapes file.
 pub fn load(path: &Path) -> Result<ShapeSet, ShapeError> {
     load_with_layouts(path, None)
@@ -106,12 +115,23 @@ pub fn load(path: &Path) -> Result<ShapeSet, ShapeError> {
 /// [`load`], with `layouts` (when given) replacing every layer's `a_layout`: what
 /// `nmtune --a-layout` does.
 pub fn load_with_layouts(path: &Path, layouts: Option<&[ALayout]>) -> Result<ShapeSet, ShapeError> {
+    use std::io::Read;
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ShapeError {
+    let unreadable = |e: std::io::Error| ShapeError {
         origin: origin.clone(),
         line: None,
         column: None,
         message: format!("cannot read shapes file: {e}"),
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
+        .map_err(unreadable)?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        unreadable(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
     })?;
     parse_with_layouts(&text, &origin, layouts)
 }
@@ -135,6 +155,7 @@ pub fn parse_with_layouts(
             message: "the a_layout override is an empty list".into(),
         });
     }
+    check_size_and_nesting(text, origin)?;
     let lines = LineIndex::scan(text);
     let at = |line: Option<usize>, message: String| ShapeError {
         origin: origin.to_string(),
@@ -182,6 +203,67 @@ pub fn parse_with_layouts(
         }
     }
     Ok(set)
+}
+
+/// Refuse, at once, text larger than [`MAX_FILE_BYTES`] or nested deeper than [`MAX_NESTING`]
+/// flow collections (counted outside quotes and comments), naming where the limit is passed.
+fn check_size_and_nesting(text: &str, origin: &str) -> Result<(), ShapeError> {
+    let refuse = |line: Option<usize>, column: Option<usize>, message: String| ShapeError {
+        origin: origin.to_string(),
+        line,
+        column,
+        message,
+    };
+    if text.len() > MAX_FILE_BYTES {
+        return Err(refuse(
+            None,
+            None,
+            format!("the file is larger than {MAX_FILE_BYTES} bytes, far more than any shapes file needs"),
+        ));
+    }
+    let (mut depth, mut quote, mut comment) = (0usize, None::<char>, false);
+    let (mut line, mut column, mut previous) = (1usize, 0usize, '\n');
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        column += 1;
+        match (quote, c) {
+            (_, '\n') => {
+                (line, column, comment) = (line + 1, 0, false);
+                // A quoted scalar may span lines; a comment never does.
+            }
+            (_, _) if comment => {}
+            (Some('"'), '\\') => {
+                chars.next();
+                column += 1;
+            }
+            (Some(q), c) if c == q => {
+                // '' inside single quotes is a quote, not the end.
+                if q == '\'' && chars.peek() == Some(&'\'') {
+                    chars.next();
+                    column += 1;
+                } else {
+                    quote = None;
+                }
+            }
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') if previous.is_whitespace() => comment = true,
+            (None, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(refuse(
+                        Some(line),
+                        Some(column),
+                        format!("lists or maps nested deeper than {MAX_NESTING} levels: a shapes file needs two"),
+                    ));
+                }
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = c;
+    }
+    Ok(())
 }
 
 /// A serde_yaml error as one line, with its location moved into the structured fields.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{nmtune, one_line_error};
+use common::{nmtune, one_line_error, report_json};
 use predicates::prelude::*;
 use std::fs;
 
@@ -112,13 +112,7 @@ fn model_backend_fills_and_reports_every_problem() {
         .arg(&db)
         .assert()
         .success();
-    let out = nmtune()
-        .args(["report", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report_json(&db);
     let expected = nmtune::shapes::load(std::path::Path::new("shapes/example.yaml"))
         .unwrap()
         .entries
@@ -131,22 +125,7 @@ fn model_backend_fills_and_reports_every_problem() {
 
 #[test]
 fn report_of_the_committed_h200_database() {
-    let out = nmtune()
-        .args([
-            "report",
-            "--format",
-            "json",
-            "--db",
-            "tuning-db/h200.sqlite",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report_json(std::path::Path::new("tuning-db/h200.sqlite"));
     // shapes/llama.yaml: 400 problems for each A layout.
     assert_eq!(rows.len(), 800);
     for layout in ["row", "col"] {
@@ -196,7 +175,10 @@ fn bench_without_a_gpu_says_so() {
         .args(["bench", "--m", "64", "--n", "64", "--k", "64"])
         .assert()
         .code(1)
-        .stderr(one_line_error("no NVIDIA GPU"));
+        .stderr(one_line_error("no NVIDIA GPU"))
+        .stderr(predicate::str::contains("nmtune kernel"))
+        // bench takes no --backend: it must not suggest one.
+        .stderr(predicate::str::contains("--backend").not());
 }
 
 #[test]
@@ -211,14 +193,353 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
         return;
     }
     let cache = tempfile::tempdir().unwrap();
+    let name = "nm_spmm_f32_arow4_ms64_ns64_ks32_mt8_nt8_w4x8_n8m32l32_nopack_cp2_mb1_sk1";
     nmtune()
-        .args([
-            "kernel",
-            "nm_spmm_f32_acol16_ms64_ns64_ks32_mt8_nt8_w8x4_n8m32l32_nopack_cp2_mb1_sk1",
-            "--cache-dir",
-        ])
+        .args(["kernel", name, "--cache-dir"])
         .arg(cache.path())
         .assert()
         .success()
         .stdout(predicate::str::contains("registers").and(predicate::str::contains("sm_90")));
+    // An architecture that is none names the kernel it could not compile.
+    let message = format!("kernel {name} failed to compile for foo");
+    nmtune()
+        .args(["kernel", name, "--arch", "foo", "--cache-dir"])
+        .arg(cache.path())
+        .assert()
+        .code(1)
+        .stderr(one_line_error("is not a real architecture"))
+        .stderr(predicate::str::contains(message));
+}
+
+#[test]
+fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = dir.path().join("l12.yaml");
+    fs::write(
+        &shapes,
+        "defaults: { m: [256], sparsity: [\"8:32\"], L: 12 }\nlayers:\n  - { model: x, name: q, n: 4092, k: 4096 }\n",
+    )
+    .unwrap();
+    let db = dir.path().join("l12.sqlite");
+    nmtune()
+        .args(["--gpu", "h100", "--backend", "model", "--shapes"])
+        .arg(&shapes)
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(one_line_error(
+            "no kernel configuration can run 1 of the problems asked for, such as m256_n4092_k4096_8:32_l12",
+        ));
+    assert!(!db.exists(), "nothing is stored for it");
+}
+
+/// Run `args`, read the first line of standard output, hang up: (status, stderr).
+fn first_line_then_hang_up(args: &[&str]) -> (std::process::ExitStatus, String) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(common::nmtune_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty(), "{args:?} printed nothing");
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_every_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let db = "tuning-db/h200.sqlite";
+    let lookup = ["lookup", "--db", db, "--gpu", "h200", "--m", "256"];
+    let cases: [&[&str]; 6] = [
+        &["report", "--db", db],
+        &["report", "--format", "json", "--db", db],
+        &["report", "--format", "csv", "--db", db],
+        &["export", "--db", db],
+        &["model-eval", "--format", "json", "--db", db],
+        &[&lookup[..], &["--n", "4096", "--k", "4096", "--nm", "8:32"]].concat(),
+    ];
+    for args in cases {
+        let (status, stderr) = first_line_then_hang_up(args);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {status}: {stderr}"
+        );
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_tuner_caches_kernels_where_the_runtime_looks_for_them() {
+    if nmtune::codegen::nvrtc::nvrtc_available().is_err() {
+        eprintln!("SKIPPED: NVRTC not available");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let name = "nm_spmm_f32_arow4_ms64_ns64_ks32_mt8_nt8_w4x8_n8m32l32_nopack_cp2_mb1_sk1";
+    nmtune()
+        .args(["kernel", name])
+        .env_remove("NMTUNE_CACHE_DIR")
+        .env("XDG_CACHE_HOME", home.path())
+        .env("HOME", home.path())
+        .assert()
+        .success();
+    // Where nmtune::codegen::nvrtc::default_cache_dir (the runtime's default) puts it.
+    let config = nmtune::codegen::KernelConfig::parse_name(name).unwrap();
+    let source = nmtune::codegen::render::render(&config).unwrap();
+    let runtime_dir = home.path().join("nmtune").join("cubins");
+    let cubin = nmtune::codegen::nvrtc::cache_path(&source, "sm_90", &runtime_dir).unwrap();
+    assert!(cubin.is_file(), "{} missing", cubin.display());
+    let elsewhere: Vec<_> = std::fs::read_dir(home.path().join("nmtune"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(elsewhere, ["cubins"], "one cache folder");
+}
+
+/// A model database of the example shapes in `dir`.
+fn example_model_db(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = dir.join("model.sqlite");
+    common::model_run(std::path::Path::new("shapes/example.yaml"), &db)
+        .output()
+        .unwrap();
+    db
+}
+
+#[test]
+fn report_fields_are_flat_csv_leaves_missing_values_empty_and_predictions_are_not_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = example_model_db(dir.path());
+    // JSON: every config field is a number, a boolean or a string, and the README names each.
+    let readme = fs::read_to_string("README.md").unwrap();
+    let documented = readme
+        .lines()
+        .find(|l| l.starts_with("| `config` |"))
+        .unwrap();
+    for row in report_json(&db) {
+        let config = row["config"].as_object().unwrap();
+        assert!(config.contains_key("stages") && !config.contains_key("pipeline"));
+        for (key, value) in config {
+            assert!(!value.is_object() && !value.is_array(), "{key}: {value}");
+            assert!(
+                documented.contains(&format!("`{key}`")),
+                "{key} undocumented"
+            );
+        }
+        assert_eq!(row["cublas_us"], serde_json::Value::Null);
+    }
+    // CSV: numbers or empty fields, never a placeholder.
+    let out = nmtune()
+        .args(["report", "--format", "csv", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for line in lines {
+        for (name, field) in header.iter().zip(line.split(',')) {
+            let numeric = ["median_us", "effective_tflops", "cublas_us", "speedup"];
+            if numeric.contains(name) || name.ends_with("ideal") {
+                assert!(
+                    field.is_empty() || field.parse::<f64>().is_ok(),
+                    "{name} = '{field}' in {line}"
+                );
+            }
+        }
+    }
+    // Table: a prediction's "verified" column says n/a, never no.
+    let table = nmtune().args(["report", "--db"]).arg(&db).output().unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.lines().next().unwrap().contains("verified"));
+    for line in table.lines().filter(|l| l.contains(" model ")) {
+        assert!(line.contains(" n/a ") && !line.contains(" no "), "{line}");
+    }
+}
+
+#[test]
+fn report_of_a_gpu_the_database_does_not_hold_names_the_ones_it_does() {
+    nmtune()
+        .args(["report", "--db", "tuning-db/h200.sqlite", "--gpu", "zz"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error(
+            "holds no entries of GPU 'zz' (it holds: h200)",
+        ));
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sqlite");
+    nmtune::db::Database::open(&empty).unwrap();
+    for format in ["table", "json", "csv"] {
+        nmtune()
+            .args(["report", "--format", format, "--db"])
+            .arg(&empty)
+            .assert()
+            .code(1)
+            .stderr(one_line_error("holds no usable entry"));
+    }
+}
+
+#[test]
+fn negative_numbers_reach_their_parsers_and_errors_point_at_the_right_help() {
+    let lookup = ["lookup", "--db", "tuning-db/h200.sqlite", "--gpu", "h200"];
+    let shape = ["--n", "4096", "--k", "4096", "--nm", "8:32"];
+    let cases: [(Vec<&str>, &'static str, &'static str); 5] = [
+        (
+            vec![
+                "--gpu",
+                "h100",
+                "--shapes",
+                "shapes/example.yaml",
+                "--kernel-time-limit",
+                "-1",
+            ],
+            "'-1' is not a time limit between 0.01 and 3600 seconds",
+            "(see nmtune --help)",
+        ),
+        (
+            [&lookup[..], &["--m", "-5"], &shape[..]].concat(),
+            "'-5' is not a whole number of at least 1",
+            "(see nmtune lookup --help)",
+        ),
+        (
+            vec!["bench", "--m", "-5", "--n", "64", "--k", "64"],
+            "'-5' is not a whole number of at least 1",
+            "(see nmtune bench --help)",
+        ),
+        (
+            vec![
+                "model-eval",
+                "--db",
+                "tuning-db/h200.sqlite",
+                "--min-configs",
+                "-3",
+            ],
+            "'-3' is not a whole number of at least 1",
+            "(see nmtune model-eval --help)",
+        ),
+        (
+            vec!["report", "--db", "tuning-db/h200.sqlite", "--bogus"],
+            "unexpected argument '--bogus'",
+            "(see nmtune report --help)",
+        ),
+    ];
+    for (args, what, help) in cases {
+        nmtune()
+            .args(&args)
+            .assert()
+            .code(1)
+            .stderr(one_line_error(what))
+            .stderr(predicate::str::contains(help));
+    }
+    nmtune()
+        .args([
+            "model-eval",
+            "--db",
+            "tuning-db/h200.sqlite",
+            "--tolerance",
+            "-0.1",
+        ])
+        .assert()
+        .code(1)
+        .stderr(one_line_error("--tolerance must be a fraction"));
+}
+
+#[test]
+fn help_has_no_rustdoc_left_in_it() {
+    let sample = format!("{} pseudo-random", nmtune::tuner::search::SAMPLE_SIZE);
+    for args in [&["--help"][..], &["bench", "--help"]] {
+        nmtune()
+            .args(args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(sample.as_str()))
+            .stdout(predicate::str::contains("[`").not());
+    }
+}
+
+#[test]
+fn plotting_into_a_missing_folder_is_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = example_model_db(dir.path());
+    let plot = dir.path().join("no-such-folder").join("r.png");
+    nmtune()
+        .args(["report", "--db"])
+        .arg(&db)
+        .arg("--plot")
+        .arg(&plot)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("the folder"))
+        .stderr(predicate::str::contains("Os {").not())
+        .stderr(predicate::str::contains("IoError").not());
+}
+
+#[test]
+fn warnings_look_like_every_other_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("stale.sqlite");
+    let p = nmtune::problem::Problem::new(
+        256,
+        4096,
+        4096,
+        nmtune::problem::NmPattern::new(8, 32).unwrap(),
+        32,
+    )
+    .unwrap();
+    let h200 = nmtune::gpu::GpuProfile::builtin("h200").unwrap();
+    let config = nmtune::tuner::search::candidates(&p, &h200, nmtune::tuner::Strategy::Pruned)[0];
+    let mut row = common::timed_row(p, config, nmtune::db::Source::Measured, 50.0);
+    row.template_checksum = "other-templates".into();
+    nmtune::db::Database::open(&db)
+        .unwrap()
+        .record(&row)
+        .unwrap();
+    let out = nmtune()
+        .args([
+            "lookup", "--gpu", "h200", "--m", "256", "--n", "4096", "--k", "4096",
+        ])
+        .args(["--nm", "8:32", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("nmtune: warning: ") && stderr.contains("other kernel templates"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_deeply_nested_shapes_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deep.yaml");
+    fs::write(&file, format!("layers: {}", "[".repeat(100_000))).unwrap();
+    let started = std::time::Instant::now();
+    nmtune()
+        .args(["--gpu", "h100", "--backend", "model", "--shapes"])
+        .arg(&file)
+        .arg("--db")
+        .arg(dir.path().join("never.sqlite"))
+        .assert()
+        .code(1)
+        .stderr(one_line_error("deep.yaml:1:"))
+        .stderr(predicate::str::contains("nested deeper than"));
+    assert!(
+        started.elapsed().as_secs_f64() < 5.0,
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -3,9 +3,13 @@
 
 mod common;
 
-use common::{nmtune, one_line_error};
-use nmtune::codegen::template_checksum;
-use nmtune::db::Database;
+use common::{json_output, nmtune, one_line_error, report_json, timed_row};
+use nmtune::codegen::{template_checksum, KernelConfig};
+use nmtune::db::{Database, Source};
+use nmtune::gpu::GpuProfile;
+use nmtune::problem::{NmPattern, Problem};
+use nmtune::runtime::{Lookup, Rule};
+use nmtune::tuner::search::{candidates, Strategy};
 use predicates::prelude::*;
 use std::path::Path;
 
@@ -21,17 +25,13 @@ fn committed_db_is_current() -> bool {
 }
 
 fn lookup_json(args: &[&str]) -> serde_json::Value {
-    let out = nmtune()
-        .args(["lookup", "--db", DB, "--gpu", "h200", "--format", "json"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    lookup_json_in(Path::new(DB), args)
+}
+
+/// `nmtune lookup --gpu h200 --format json --db <db> <args>`, which must succeed, parsed.
+fn lookup_json_in(db: &Path, args: &[&str]) -> serde_json::Value {
+    let lookup = ["lookup", "--gpu", "h200", "--format", "json", "--db"];
+    json_output(nmtune().args(lookup).arg(db).args(args))
 }
 
 #[test]
@@ -154,4 +154,159 @@ fn unknown_gpu_and_missing_database_are_errors() {
         .assert()
         .code(1)
         .stderr(one_line_error("does not exist"));
+}
+
+// ------------------------------------------------------------ one "best" for report and lookup
+
+fn problem(m: usize, n: usize, k: usize, nm: &str) -> Problem {
+    Problem::new(m, n, k, NmPattern::parse(nm, 32).unwrap(), 32).unwrap()
+}
+
+/// The pruned strategy's candidates for `p` on the H200: valid configurations.
+fn configs(p: &Problem) -> Vec<KernelConfig> {
+    let h200 = GpuProfile::builtin("h200").unwrap();
+    candidates(p, &h200, Strategy::Pruned)
+}
+
+fn lookup_at(db: &Path, p: &Problem) -> serde_json::Value {
+    let (m, n, k, nm) = (
+        p.m.to_string(),
+        p.n.to_string(),
+        p.k.to_string(),
+        p.nm.to_string(),
+    );
+    lookup_json_in(db, &["--m", &m, "--n", &n, "--k", &k, "--nm", &nm])
+}
+
+#[test]
+fn report_and_lookup_name_the_same_kernel_for_a_measured_and_a_faster_replayed_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.sqlite");
+    let p = problem(256, 4096, 4096, "8:32");
+    let c = configs(&p);
+    let db = Database::open(&path).unwrap();
+    db.record(&timed_row(p, c[0], Source::Measured, 10.0))
+        .unwrap();
+    db.record(&timed_row(p, c[1], Source::Replay, 8.0)).unwrap();
+    drop(db);
+    let reported = report_json(&path);
+    assert_eq!(reported.len(), 1);
+    let looked_up = lookup_at(&path, &p);
+    assert_eq!(reported[0]["kernel"], looked_up["kernel"]);
+    assert_eq!(looked_up["rule"], "exact");
+    assert_eq!(reported[0]["source"], "measured", "measured > replay");
+    assert_eq!(looked_up["source"], "measured");
+    assert_eq!(reported[0]["kernel"], c[0].name());
+}
+
+/// Every problem of `path` (one GPU, `gpu`): the runtime launches the reported kernel exactly
+/// when the reported entry is one this build generates, and never launches any other entry.
+fn assert_report_and_lookup_agree(path: &Path, gpu: &str) -> usize {
+    let db = Database::open_read_only(path).unwrap();
+    let best = db.best_entries(Some(gpu)).unwrap();
+    drop(db);
+    let lookup = Lookup::open(path, gpu).unwrap();
+    for b in &best {
+        let choice = lookup.lookup(&b.problem).unwrap();
+        let launchable = b.template_checksum == template_checksum()
+            && nmtune::codegen::validate(&b.config, lookup.gpu()).is_ok();
+        if launchable {
+            assert_eq!(
+                (
+                    choice.rule,
+                    choice.config.name(),
+                    choice.source,
+                    choice.median_us
+                ),
+                (Rule::Exact, b.kernel_name(), Some(b.source), b.median_us),
+                "{} {}",
+                path.display(),
+                b.problem
+            );
+        } else {
+            assert_ne!(choice.rule, Rule::Exact, "{} {}", path.display(), b.problem);
+        }
+    }
+    best.len()
+}
+
+#[test]
+fn report_and_lookup_agree_on_every_problem_of_a_database() {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+    let mut rng = SmallRng::seed_from_u64(12);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("random.sqlite");
+    let db = Database::open(&path).unwrap();
+    let sources = [Source::Measured, Source::Replay, Source::Model];
+    let mut problems = Vec::new();
+    for m in [256, 512, 1024] {
+        for nm in ["16:32", "8:32", "4:32"] {
+            let p = problem(m, 2048, 2048, nm);
+            problems.push(p);
+            for c in configs(&p).into_iter().take(8) {
+                let mut row =
+                    timed_row(p, c, sources[rng.gen_range(0..3)], rng.gen_range(5.0..50.0));
+                if rng.gen_bool(0.3) {
+                    row.template_checksum = "other-templates".into();
+                }
+                db.record(&row).unwrap();
+            }
+        }
+    }
+    drop(db);
+    assert_eq!(
+        assert_report_and_lookup_agree(&path, "h200"),
+        problems.len()
+    );
+    // The same through the command line.
+    for r in report_json(&path) {
+        let p = problem(
+            r["m"].as_u64().unwrap() as usize,
+            r["n"].as_u64().unwrap() as usize,
+            r["k"].as_u64().unwrap() as usize,
+            r["nm"].as_str().unwrap(),
+        );
+        let answer = lookup_at(&path, &p);
+        // The report says which entries the runtime launches: those of this build's templates.
+        assert_eq!(
+            answer["rule"] == "exact",
+            r["current_templates"] == true,
+            "{p}"
+        );
+        if answer["rule"] == "exact" {
+            assert_eq!(answer["kernel"], r["kernel"], "{p}");
+            assert_eq!(answer["source"], r["source"], "{p}");
+        }
+    }
+}
+
+#[test]
+fn report_and_lookup_agree_on_every_committed_database() {
+    for entry in std::fs::read_dir("tuning-db").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sqlite") {
+            let gpus = Database::open_read_only(&path).unwrap().gpus().unwrap();
+            for gpu in gpus {
+                assert!(assert_report_and_lookup_agree(&path, &gpu) > 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bare_number_is_not_a_sparsity_pattern() {
+    let shape = ["--m", "256", "--n", "4096", "--k", "4096", "--nm"];
+    for bare in ["0", "0.75", "75"] {
+        nmtune()
+            .args(["lookup", "--db", DB, "--gpu", "h200"])
+            .args(shape)
+            .arg(bare)
+            .assert()
+            .code(1)
+            .stderr(one_line_error("is neither N:M nor a percentage"));
+    }
+    let answer = lookup_json(&[&shape[..], &["75%"]].concat());
+    assert_eq!(answer["nm"], "8:32");
+    let dense = lookup_json(&[&shape[..], &["0%"]].concat());
+    assert_eq!(dense["nm"], "32:32", "an explicit 0 % is dense, on purpose");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{nmtune, one_line_error};
+use common::{json_output, nmtune, one_line_error, report_json};
 use nmtune::codegen::KernelConfig;
 use nmtune::db::{Database, Measurement, Source, Status};
 use nmtune::gpu::GpuProfile;
@@ -75,33 +75,47 @@ fn export(db: &Path, out: &Path) {
         .success();
 }
 
+/// The synthetic database and its export `synthetic.measurements.jsonl`, with the file's text.
+fn exported_synthetic(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let db = synthetic_db(dir);
+    let file = dir.join("synthetic.measurements.jsonl");
+    export(&db, &file);
+    let text = fs::read_to_string(&file).unwrap();
+    (db, file, text)
+}
+
 fn write_shapes(dir: &Path) -> PathBuf {
     let shapes = dir.join("shapes.yaml");
     fs::write(&shapes, SHAPES).unwrap();
     shapes
 }
 
-fn report_json(db: &Path) -> Vec<serde_json::Value> {
-    let out = nmtune()
-        .args(["report", "--format", "json", "--db"])
+/// `nmtune --backend replay --gpu h200` of `file` into `db` for the problems of `shapes`.
+/// `nmtune check-replay --db <db> --measurements <file>`.
+fn check_replay(db: &Path, file: &Path) -> assert_cmd::Command {
+    let mut cmd = nmtune();
+    cmd.args(["check-replay", "--db"])
         .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+        .arg("--measurements")
+        .arg(file);
+    cmd
+}
+
+fn replay_into(file: &Path, shapes: &Path, db: &Path) -> assert_cmd::Command {
+    let mut cmd = nmtune();
+    cmd.args(["--backend", "replay", "--gpu", "h200", "--measurements"])
+        .arg(file)
+        .arg("--shapes")
+        .arg(shapes)
+        .arg("--db")
+        .arg(db);
+    cmd
 }
 
 #[test]
 fn export_replay_round_trip_keeps_the_best_entries() {
     let dir = tempfile::tempdir().unwrap();
-    let db = synthetic_db(dir.path());
-    let file = dir.path().join("synthetic.measurements.jsonl");
-    export(&db, &file);
-    let text = fs::read_to_string(&file).unwrap();
+    let (db, file, text) = exported_synthetic(dir.path());
     assert_eq!(
         text.lines().count(),
         14,
@@ -109,13 +123,7 @@ fn export_replay_round_trip_keeps_the_best_entries() {
     );
     assert!(text.contains("\"max_rel_error\":\"inf\""));
     let out = dir.path().join("replayed.sqlite");
-    nmtune()
-        .args(["--backend", "replay", "--gpu", "h200", "--measurements"])
-        .arg(&file)
-        .arg("--shapes")
-        .arg(write_shapes(dir.path()))
-        .arg("--db")
-        .arg(&out)
+    replay_into(&file, &write_shapes(dir.path()), &out)
         .assert()
         .success()
         .stderr(predicate::str::contains("1 model rows ignored"));
@@ -126,11 +134,7 @@ fn export_replay_round_trip_keeps_the_best_entries() {
         assert_eq!(b["kernel"], a["kernel"]);
         assert_eq!(b["median_us"], a["median_us"]);
     }
-    nmtune()
-        .args(["check-replay", "--db"])
-        .arg(&db)
-        .arg("--measurements")
-        .arg(&file)
+    check_replay(&db, &file)
         .assert()
         .success()
         .stdout(predicate::str::contains("2 best entries identical"));
@@ -144,16 +148,7 @@ fn replay_resumes_and_reports_problems_missing_from_the_file() {
     let first = dir.path().join("first.yaml");
     fs::write(&first, SHAPES.replace("[256, 512]", "[256]")).unwrap();
     let out = dir.path().join("out.sqlite");
-    let replay = |shapes: &Path| {
-        let mut cmd = nmtune();
-        cmd.args(["--backend", "replay", "--gpu", "h200", "--measurements"])
-            .arg(&file)
-            .arg("--shapes")
-            .arg(shapes)
-            .arg("--db")
-            .arg(&out);
-        cmd
-    };
+    let replay = |shapes: &Path| replay_into(&file, shapes, &out);
     replay(&first).assert().success();
     replay(&write_shapes(dir.path()))
         .assert()
@@ -183,16 +178,14 @@ fn malformed_line_names_file_and_line() {
         .collect();
     lines[2] = lines[2].replace("\"runs\":10", "\"runs\":\"ten\"");
     fs::write(&file, lines.join("\n")).unwrap();
-    nmtune()
-        .args(["--backend", "replay", "--gpu", "h200", "--shapes"])
-        .arg(write_shapes(dir.path()))
-        .arg("--measurements")
-        .arg(&file)
-        .arg("--db")
-        .arg(dir.path().join("out.sqlite"))
-        .assert()
-        .code(1)
-        .stderr(one_line_error("bad.jsonl:3: column"));
+    replay_into(
+        &file,
+        &write_shapes(dir.path()),
+        &dir.path().join("out.sqlite"),
+    )
+    .assert()
+    .code(1)
+    .stderr(one_line_error("bad.jsonl:3: column"));
     nmtune()
         .args(["check-replay", "--db"])
         .arg(dir.path().join("synthetic.sqlite"))
@@ -264,6 +257,7 @@ fn replay_argument_errors_are_one_line() {
         .stderr(one_line_error(
             "no measurements of GPU 'h100' (it holds: h200)",
         ));
+    assert!(!db.exists(), "a failed replay leaves no database behind");
     nmtune()
         .args(["check-replay", "--db"])
         .arg(dir.path().join("synthetic.sqlite"))
@@ -282,20 +276,13 @@ fn replay_argument_errors_are_one_line() {
 #[test]
 fn stale_measurements_file_fails_the_check() {
     let dir = tempfile::tempdir().unwrap();
-    let db = synthetic_db(dir.path());
-    let file = dir.path().join("m.jsonl");
-    export(&db, &file);
-    let text = fs::read_to_string(&file).unwrap();
+    let (db, file, text) = exported_synthetic(dir.path());
     fs::write(
         &file,
         text.replacen("\"median_us\":100.0", "\"median_us\":99.0", 1),
     )
     .unwrap();
-    nmtune()
-        .args(["check-replay", "--db"])
-        .arg(&db)
-        .arg("--measurements")
-        .arg(&file)
+    check_replay(&db, &file)
         .assert()
         .code(1)
         .stderr(one_line_error("regenerate it with `nmtune export"));
@@ -328,13 +315,7 @@ fn committed_measurements_reproduce_the_committed_database() {
         if path.extension().is_some_and(|e| e == "sqlite") {
             let file = path.with_extension("measurements.jsonl");
             if file.exists() {
-                nmtune()
-                    .args(["check-replay", "--db"])
-                    .arg(&path)
-                    .arg("--measurements")
-                    .arg(&file)
-                    .assert()
-                    .success();
+                check_replay(&path, &file).assert().success();
             }
         }
     }
@@ -344,25 +325,12 @@ fn committed_measurements_reproduce_the_committed_database() {
 fn model_eval_counts_hits_and_savings() {
     let dir = tempfile::tempdir().unwrap();
     let db = synthetic_db(dir.path());
-    let out = nmtune()
-        .args([
-            "model-eval",
-            "--top-k",
-            "1",
-            "--no-neighbours",
-            "--format",
-            "json",
-            "--db",
-        ])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let evals: Vec<serde_json::Value> = json_output(
+        nmtune()
+            .args(["model-eval", "--top-k", "1", "--no-neighbours"])
+            .args(["--format", "json", "--db"])
+            .arg(&db),
     );
-    let evals: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let overall = &evals[0]["overall"];
     assert_eq!(overall["problems"], 2);
     assert_eq!(overall["hits"], 1);
@@ -436,32 +404,307 @@ fn report_plots_png_and_svg() {
         .stderr(one_line_error("use a .png or .svg"));
 }
 
-#[test]
-fn without_a_gpu_the_main_job_fills_from_the_model() {
+/// Whether a test that needs the machine to have no GPU may run here.
+fn no_gpu_here() -> bool {
     if nmtune::gpu::device::driver_present() {
         eprintln!("SKIPPED: this machine has an NVIDIA driver");
+        return false;
+    }
+    true
+}
+
+/// A working folder holding a copy of the committed `tuning-db/h200.sqlite`.
+fn folder_with_committed_h200() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("tuning-db")).unwrap();
+    let committed = dir.path().join("tuning-db/h200.sqlite");
+    fs::copy("tuning-db/h200.sqlite", &committed).unwrap();
+    (dir, committed)
+}
+
+fn llama_shapes() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("shapes/llama.yaml")
+}
+
+#[test]
+fn without_a_gpu_the_main_job_fills_a_model_database_beside_the_committed_one() {
+    if !no_gpu_here() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h200.sqlite");
+    let (dir, committed) = folder_with_committed_h200();
+    let before = fs::read(&committed).unwrap();
     let started = std::time::Instant::now();
     nmtune()
-        .args(["--gpu", "h200", "--shapes", "shapes/llama.yaml", "--db"])
-        .arg(&db)
+        .current_dir(dir.path())
+        .args(["--gpu", "h200", "--shapes"])
+        .arg(llama_shapes())
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "nmtune: no GPU found: filling the database from the performance model (source = model)",
+            "nmtune: no GPU found: filling tuning-db/h200-model.sqlite from the performance model of the h200 profile (source = model)",
         ));
     let elapsed = started.elapsed().as_secs_f64();
     assert!(elapsed < 60.0, "800 problems took {elapsed:.1} s");
-    let rows = report_json(&db);
+    assert_eq!(
+        fs::read(&committed).unwrap(),
+        before,
+        "committed database changed"
+    );
+    let names: Vec<String> = common::snapshot(&dir.path().join("tuning-db"))
+        .into_keys()
+        .collect();
+    assert_eq!(names, ["h200-model.sqlite", "h200.sqlite"]);
+    let rows = report_json(&dir.path().join("tuning-db/h200-model.sqlite"));
     assert_eq!(rows.len(), 800);
     assert!(rows.iter().all(|r| r["source"] == "model"));
+    // The same on purpose (--backend model), and replays: never into the committed file.
     nmtune()
-        .args(["--gpu", "auto", "--shapes", "shapes/llama.yaml", "--db"])
+        .current_dir(dir.path())
+        .args(["--gpu", "h200", "--backend", "model", "--quiet", "--shapes"])
+        .arg(llama_shapes())
+        .assert()
+        .success();
+    let file = dir.path().join("m.jsonl");
+    export(&synthetic_db(dir.path()), &file);
+    nmtune()
+        .current_dir(dir.path())
+        .args(["--gpu", "h200", "--backend", "replay", "--measurements"])
+        .arg(&file)
+        .arg("--shapes")
+        .arg(write_shapes(dir.path()))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "into tuning-db/h200-replay.sqlite",
+        ));
+    assert_eq!(
+        fs::read(&committed).unwrap(),
+        before,
+        "committed database changed"
+    );
+}
+
+#[test]
+fn without_a_gpu_auto_models_the_default_profile_and_says_so() {
+    if !no_gpu_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    nmtune()
+        .current_dir(dir.path())
+        .args(["--gpu", "auto", "--shapes"])
+        .arg(llama_shapes())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "nmtune: no GPU found: --gpu auto falls back to the default profile h100",
+        ))
+        .stderr(predicate::str::contains(
+            "filling tuning-db/h100-model.sqlite",
+        ));
+    assert_eq!(
+        report_json(&dir.path().join("tuning-db/h100-model.sqlite")).len(),
+        800
+    );
+}
+
+/// The first command of the README's "Two commands on a fresh machine", as `nmtune` arguments.
+fn readme_first_command() -> Vec<String> {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run --release -- "))
+        .expect("the README starts with a cargo run command");
+    line.trim_start_matches("cargo run --release -- ")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<std::process::Output> {
+    std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=nmtune",
+            "-c",
+            "user.email=nmtune@localhost",
+        ])
+        .args(args)
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+}
+
+#[test]
+fn the_readme_first_command_runs_in_a_fresh_clone_without_a_gpu_and_changes_nothing() {
+    if !no_gpu_here() {
+        return;
+    }
+    // A fresh clone of the working tree: every tracked file, committed in a new repository.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(listing) = git(root, &["ls-files", "-z"]) else {
+        eprintln!("SKIPPED: {} is not a git checkout", root.display());
+        return;
+    };
+    let clone = tempfile::tempdir().unwrap();
+    for name in listing.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let name = std::str::from_utf8(name).unwrap();
+        let (from, to) = (root.join(name), clone.path().join(name));
+        if from.is_file() {
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::copy(&from, &to).unwrap();
+        }
+    }
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-qm", "clone"],
+    ] {
+        git(clone.path(), args).expect("git works in the clone");
+    }
+    nmtune()
+        .current_dir(clone.path())
+        .args(readme_first_command())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "falls back to the default profile",
+        ));
+    let status = git(clone.path(), &["status", "--porcelain"]).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        "",
+        "the clone changed"
+    );
+}
+
+#[test]
+fn check_replay_never_suggests_exporting_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, file, _) = exported_synthetic(dir.path());
+    // A model run into the committed database, named on purpose.
+    nmtune()
+        .args(["--gpu", "h200", "--backend", "model", "--quiet", "--shapes"])
+        .arg(write_shapes(dir.path()))
+        .arg("--db")
         .arg(&db)
         .assert()
+        .success();
+    check_replay(&db, &file)
+        .assert()
         .code(1)
-        .stderr(one_line_error("no GPU found"));
+        .stderr(one_line_error("model predictions (source = model)"))
+        .stderr(predicate::str::contains("git checkout --"))
+        .stderr(predicate::str::contains("nmtune export").not());
+}
+
+#[test]
+fn impossible_values_are_refused_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _, text) = exported_synthetic(dir.path());
+    let at = text
+        .lines()
+        .position(|l| l.contains("\"median_us\":100.0"))
+        .unwrap();
+    let cases = [
+        (
+            "\"median_us\":100.0",
+            "\"median_us\":-5",
+            "median_us -5 is not a time",
+        ),
+        (
+            "\"cublas_us\":180.0",
+            "\"cublas_us\":1e300",
+            "cublas_us 1e300 is not a time",
+        ),
+    ];
+    for (from, to, why) in cases {
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        lines[at] = lines[at].replacen(from, to, 1);
+        let file = dir.path().join("bad.jsonl");
+        fs::write(&file, lines.join("\n") + "\n").unwrap();
+        let out = dir.path().join("never.sqlite");
+        let expected = format!("bad.jsonl:{}: {why}", at + 1);
+        replay_into(&file, &write_shapes(dir.path()), &out)
+            .assert()
+            .code(1)
+            .stderr(one_line_error("bad.jsonl:"))
+            .stderr(predicate::str::contains(expected.as_str()));
+        assert!(!out.exists(), "a refused replay creates no database");
+        check_replay(&db, &file)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(expected.as_str()));
+    }
+}
+
+#[test]
+fn no_measured_point_sits_above_its_roof() {
+    let mut checked = 0;
+    for entry in fs::read_dir("tuning-db").unwrap() {
+        let path = entry.unwrap().path();
+        if !path.extension().is_some_and(|e| e == "sqlite") {
+            continue;
+        }
+        let db = Database::open_read_only(&path).unwrap();
+        for gpu in db.gpus().unwrap() {
+            let profile = db.gpu_profile(&gpu).unwrap().unwrap();
+            let peak = profile.peak_fp32_flops() / 1e12;
+            let dram = profile.dram_bytes_per_s() / 1e12;
+            let l2 = dram * nmtune::tuner::model::L2_BANDWIDTH_FACTOR;
+            let best = db.best_entries(Some(&gpu)).unwrap();
+            for p in nmtune::plot::roofline_points(&best, &profile) {
+                let roofs = [
+                    ("DRAM", (dram * p.dram_intensity).min(peak)),
+                    ("L2", (l2 * p.l2_intensity).min(peak)),
+                ];
+                for (roof, at) in roofs {
+                    assert!(
+                        p.achieved_tflops <= at,
+                        "{}: {} point at {:.1} TFLOP/s above the {roof} roof ({at:.1}): {p:?}",
+                        path.display(),
+                        p.nm,
+                        p.achieved_tflops
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 800, "{checked} points");
+}
+
+#[test]
+fn model_eval_judges_against_the_same_best_entry_as_the_report() {
+    // One problem timed twice: with this build's templates (older) and with other templates
+    // (newer, faster). The best entry, for the report and the runtime, is this build's; the
+    // model evaluation's ground truth must be the set it was chosen from.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two-templates.sqlite");
+    let db = Database::open(&path).unwrap();
+    db.upsert_gpu(&GpuProfile::builtin("h200").unwrap())
+        .unwrap();
+    let p = problem(256);
+    let mut rows = Vec::new();
+    for (i, cfg) in ranking(&p).into_iter().take(6).enumerate() {
+        let mut current = row(&p, cfg, 100.0 + i as f64);
+        current.template_checksum = nmtune::codegen::template_checksum().into();
+        let mut other = row(&p, cfg, 50.0 - i as f64);
+        other.created_at = "2030-01-01T00:00:00Z".into();
+        rows.extend([current, other]);
+    }
+    db.record_all(&rows).unwrap();
+    drop(db);
+    let reported = report_json(&path);
+    let evals: Vec<serde_json::Value> = json_output(
+        nmtune()
+            .args(["model-eval", "--format", "json", "--db"])
+            .arg(&path),
+    );
+    let judged = &evals[0]["problems"][0];
+    assert_eq!(judged["best_kernel"], reported[0]["kernel"]);
+    assert_eq!(judged["best_us"], reported[0]["median_us"]);
+    assert_eq!(judged["measured"], 6, "one template's set, not both");
 }

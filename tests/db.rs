@@ -110,6 +110,11 @@ fn sorted(mut ms: Vec<Measurement>) -> Vec<Measurement> {
     ms
 }
 
+/// Give `m` the median `us` (and the same minimum, so that the row stays possible).
+fn set_median(m: &mut Measurement, us: f64) {
+    (m.median_us, m.min_us) = (Some(us), Some(us));
+}
+
 fn fresh_db(dir: &tempfile::TempDir) -> Database {
     Database::open(&dir.path().join("tune.db")).unwrap()
 }
@@ -240,10 +245,10 @@ fn unverified_or_failed_results_are_never_best() {
     assert!(db.best_entries(None).unwrap().is_empty());
 
     let mut slow = ms.next().unwrap();
-    slow.median_us = Some(1000.0);
+    set_median(&mut slow, 1000.0);
     db.record(&slow).unwrap();
-    unverified.median_us = Some(1.0);
-    wrong.median_us = Some(1.0);
+    set_median(&mut unverified, 1.0);
+    set_median(&mut wrong, 1.0);
     db.record_all(&[unverified, wrong]).unwrap();
     assert_eq!(db.best_for("h100", &problem).unwrap(), Some(slow));
 }
@@ -258,7 +263,7 @@ fn model_predictions_never_replace_measurements() {
     let as_model = |mut m: Measurement, us: f64| {
         m.source = Source::Model;
         m.verified = false;
-        m.median_us = Some(us);
+        set_median(&mut m, us);
         m
     };
 
@@ -271,7 +276,7 @@ fn model_predictions_never_replace_measurements() {
     );
 
     let mut measured = ms.next().unwrap();
-    measured.median_us = Some(rng.gen_range(500.0..900.0));
+    set_median(&mut measured, rng.gen_range(500.0..900.0));
     db.record(&measured).unwrap();
     assert_eq!(
         db.best_for("a100", &problem).unwrap(),
@@ -291,13 +296,13 @@ fn recording_a_key_again_replaces_it() {
     let mut rng = SmallRng::seed_from_u64(6);
     let problem = random_problem(&mut rng);
     let mut ms = distinct_measurements(&mut rng, "h100", problem, 2);
-    ms[0].median_us = Some(10.0);
-    ms[1].median_us = Some(20.0);
+    set_median(&mut ms[0], 10.0);
+    set_median(&mut ms[1], 20.0);
     db.record_all(&ms).unwrap();
 
     // The resumed run re-times kernel 0: one row, the new values.
     let mut again = ms[0].clone();
-    again.median_us = Some(rng.gen_range(11.0..19.0));
+    set_median(&mut again, rng.gen_range(11.0..19.0));
     again.created_at = "2025-04-01T00:00:00Z".into();
     db.record(&again).unwrap();
     db.record(&again).unwrap();
@@ -322,19 +327,30 @@ fn recording_a_key_again_replaces_it() {
 }
 
 #[test]
-fn a_new_template_supersedes_older_timings() {
+fn this_builds_templates_supersede_other_timings() {
     let dir = tempfile::tempdir().unwrap();
     let db = fresh_db(&dir);
     let mut rng = SmallRng::seed_from_u64(7);
     let problem = random_problem(&mut rng);
-    let mut ms = distinct_measurements(&mut rng, "h100", problem, 2);
-    ms[0].median_us = Some(rng.gen_range(1.0..10.0));
-    ms[0].created_at = "2025-01-01T00:00:00Z".into();
-    ms[1].median_us = Some(rng.gen_range(20.0..30.0));
-    ms[1].template_checksum = "newer0".into();
+    let mut ms = distinct_measurements(&mut rng, "h100", problem, 3);
+    // Faster and newer, but from other templates: loses to this build's slower timing.
+    set_median(&mut ms[0], rng.gen_range(1.0..10.0));
+    ms[0].created_at = "2030-01-01T00:00:00Z".into();
+    set_median(&mut ms[1], rng.gen_range(20.0..30.0));
+    ms[1].template_checksum = nmtune::codegen::template_checksum().into();
     ms[1].created_at = "2025-06-01T00:00:00Z".into();
-    db.record_all(&ms).unwrap();
+    db.record_all(&ms[..2]).unwrap();
     assert_eq!(db.best_for("h100", &problem).unwrap(), Some(ms[1].clone()));
+    // A more trusted source still comes first: a replayed current timing does not displace a
+    // measured one of other templates.
+    let mut replayed = ms[2].clone();
+    replayed.source = Source::Replay;
+    set_median(&mut replayed, 0.5);
+    replayed.template_checksum = nmtune::codegen::template_checksum().into();
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_db(&dir);
+    db.record_all(&[replayed, ms[0].clone()]).unwrap();
+    assert_eq!(db.best_for("h100", &problem).unwrap(), Some(ms[0].clone()));
 }
 
 #[test]
@@ -696,5 +712,28 @@ fn simultaneous_first_opens_of_a_new_file_all_succeed() {
             .gpus()
             .unwrap()
             .is_empty());
+    }
+}
+
+#[test]
+fn impossible_values_are_refused_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_db(&dir);
+    let mut rng = SmallRng::seed_from_u64(13);
+    let good = any_measurement(&mut rng, "h100");
+    let mut cases = Vec::new();
+    for (median, cublas) in [(-5.0, 10.0), (f64::NAN, 10.0), (10.0, 1e300), (0.0, 10.0)] {
+        let mut m = good.clone();
+        set_median(&mut m, median);
+        m.cublas_us = Some(cublas);
+        cases.push(m);
+    }
+    let mut above = good.clone();
+    above.min_us = above.median_us.map(|t| t * 2.0);
+    cases.push(above);
+    for bad in cases {
+        let err = db.record_all(&[good.clone(), bad]).unwrap_err();
+        assert!(matches!(err, DbError::Impossible { .. }), "{err}");
+        assert!(db.measurements(None).unwrap().is_empty(), "all or nothing");
     }
 }

@@ -453,3 +453,113 @@ fn a_damaged_kernel_cache_file_is_rebuilt_never_loaded() {
         damaged.len()
     );
 }
+
+/// A folder under `scratch` holding only a copy of the committed `tuning-db/h200.sqlite`, and
+/// that copy's export beside the folder: (folder, database, measurements file).
+fn committed_copy(scratch: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = scratch.join("db");
+    std::fs::create_dir(&dir).unwrap();
+    let db = dir.join("h200.sqlite");
+    std::fs::copy("tuning-db/h200.sqlite", &db).unwrap();
+    let file = scratch.join("h200.measurements.jsonl");
+    let export: [&OsStr; 5] = [
+        "export".as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+        "--out".as_ref(),
+        file.as_os_str(),
+    ];
+    let out = run(&export);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, db, file)
+}
+
+/// Every command that reads or writes a database, on `db`, with `file` its measurements.
+fn every_command(db: &Path, file: &Path) -> Vec<Vec<std::ffi::OsString>> {
+    let args = |list: &[&OsStr]| list.iter().map(|a| a.to_os_string()).collect::<Vec<_>>();
+    let (db, file) = (db.as_os_str(), file.as_os_str());
+    let shapes = OsStr::new(EXAMPLE_SHAPES);
+    let lookup = ["--m", "256", "--n", "4096", "--k", "4096", "--nm", "8:32"].map(OsStr::new);
+    vec![
+        args(&["--gpu", "h200", "--backend", "model", "--quiet", "--shapes"].map(OsStr::new))
+            .into_iter()
+            .chain(args(&[shapes, "--db".as_ref(), db]))
+            .collect(),
+        args(&["report".as_ref(), "--db".as_ref(), db]),
+        args(&["report", "--format", "json", "--db"].map(OsStr::new))
+            .into_iter()
+            .chain(args(&[db]))
+            .collect(),
+        args(&[
+            "lookup".as_ref(),
+            "--gpu".as_ref(),
+            "h200".as_ref(),
+            "--db".as_ref(),
+            db,
+        ])
+        .into_iter()
+        .chain(args(&lookup))
+        .collect(),
+        args(&["export".as_ref(), "--db".as_ref(), db]),
+        args(&["model-eval".as_ref(), "--db".as_ref(), db]),
+        args(&[
+            "check-replay".as_ref(),
+            "--db".as_ref(),
+            db,
+            "--measurements".as_ref(),
+            file,
+        ]),
+    ]
+}
+
+#[test]
+fn a_damaged_database_is_refused_by_every_command_and_left_alone() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, db, file) = committed_copy(scratch.path());
+    // Eight bytes flipped at 1.5 MB: a row goes missing from an index (SQLite's quick_check
+    // does not see that, its integrity check does).
+    let mut bytes = std::fs::read(&db).unwrap();
+    bytes[1_500_000..1_500_008]
+        .iter_mut()
+        .for_each(|b| *b ^= 0xff);
+    std::fs::write(&db, &bytes).unwrap();
+    assert_ne!(common::integrity_check(&db), "ok");
+    // That check's read-only connection leaves SQLite's side files: not part of the case.
+    std::fs::remove_file(db.with_extension("sqlite-shm")).ok();
+    std::fs::remove_file(db.with_extension("sqlite-wal")).ok();
+    let before = snapshot(&dir);
+    for args in every_command(&db, &file) {
+        let args: Vec<&OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let line = one_clear_error_line(&run(&args));
+        assert!(line.contains("h200.sqlite is damaged"), "{args:?}: {line}");
+        assert!(snapshot(&dir) == before, "{args:?} changed the folder");
+    }
+}
+
+#[test]
+fn reading_commands_leave_nothing_beside_a_committed_database() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, db, file) = committed_copy(scratch.path());
+    let before = snapshot(&dir);
+    assert_eq!(before.len(), 1);
+    // Every command but the first (a model run, which writes).
+    for args in every_command(&db, &file).into_iter().skip(1) {
+        let args: Vec<&OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let after = snapshot(&dir);
+        assert!(
+            after == before,
+            "{args:?} left {:?}",
+            after.keys().collect::<Vec<_>>()
+        );
+    }
+}

@@ -2,8 +2,10 @@
 //! weight preparation round trips, and (where there is a GPU) SparseLinear against the CPU
 //! reference. Template checksums are read from this build, never hard-coded.
 
+mod common;
+
 use nmtune::codegen::{template_checksum, validate, ACopy, KernelConfig, WarpLayout};
-use nmtune::db::{Database, Measurement, Source, Status};
+use nmtune::db::{Database, Measurement, Source};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, NmPattern, Problem, ProblemError};
@@ -90,25 +92,7 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
 }
 
 fn row(p: Problem, cfg: KernelConfig, source: Source, median_us: f64) -> Measurement {
-    Measurement {
-        gpu: GPU.into(),
-        problem: p,
-        config: cfg,
-        status: Status::Ok,
-        error: None,
-        median_us: Some(median_us),
-        min_us: Some(median_us),
-        runs: 10,
-        verified: source != Source::Model,
-        max_rel_error: Some(1e-6),
-        cublas_us: Some(2.0 * median_us),
-        registers: Some(128),
-        spill_bytes: Some(0),
-        template_checksum: template_checksum().to_string(),
-        source,
-        tool_version: nmtune::TOOL_VERSION.into(),
-        created_at: nmtune::db::now_rfc3339(),
-    }
+    common::timed_row(p, cfg, source, median_us)
 }
 
 fn stale(mut m: Measurement) -> Measurement {
@@ -312,9 +296,11 @@ fn stale_template_checksums_are_ignored_with_one_warning() {
     capture_logs();
     let p = problem(256, 4096, 4096, nm(8, 32));
     let only_stale = problem(256, 2048, 2048, nm(8, 32));
+    let stale_timing = problem(256, 1024, 1024, nm(8, 32));
     let (_dir, path) = db_with(&[
+        // This build's templates win over faster timings of other templates...
         stale(row(p, config(128, p.nm), Source::Measured, 1.0)),
-        row(p, config(64, p.nm), Source::Model, 50.0),
+        row(p, config(64, p.nm), Source::Measured, 50.0),
         stale(row(only_stale, config(128, p.nm), Source::Measured, 1.0)),
         stale(row(
             only_stale.with_m(512).unwrap(),
@@ -322,16 +308,21 @@ fn stale_template_checksums_are_ignored_with_one_warning() {
             Source::Measured,
             2.0,
         )),
+        // ... but not over a more trusted source: a timing of other templates stays the best
+        // entry (as `nmtune report` shows it) and is never launched.
+        stale(row(stale_timing, config(128, p.nm), Source::Measured, 3.0)),
+        row(stale_timing, config(64, p.nm), Source::Model, 1.0),
     ]);
     let lookup = Lookup::open(&path, GPU).unwrap();
     assert_eq!(lookup.stats().stale_ignored, 3);
     assert_eq!(lookup.stats().problems, 1);
     let current = lookup.lookup(&p).unwrap();
     assert_eq!(
-        (current.config.m_s, current.source),
-        (64, Some(Source::Model))
+        (current.config.m_s, current.source, current.rule),
+        (64, Some(Source::Measured), Rule::Exact)
     );
     assert_eq!(lookup.lookup(&only_stale).unwrap().rule, Rule::Default);
+    assert_eq!(lookup.lookup(&stale_timing).unwrap().rule, Rule::Default);
     let warnings = warnings_about(&path);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(

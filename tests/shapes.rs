@@ -33,7 +33,10 @@ fn llama_file_is_the_papers_400_problems_in_both_a_layouts() {
     assert_eq!(set.len(), 800);
     assert_eq!(problems.len(), 800);
     let layouts: HashSet<ALayout> = problems.iter().map(|p| p.a_layout).collect();
-    assert_eq!(layouts, HashSet::from([ALayout::RowMajor, ALayout::ColMajor]));
+    assert_eq!(
+        layouts,
+        HashSet::from([ALayout::RowMajor, ALayout::ColMajor])
+    );
     let pairs: HashSet<(usize, usize)> = problems.iter().map(|p| (p.n, p.k)).collect();
     assert_eq!(pairs.len(), 20);
     for (h, f) in [
@@ -351,4 +354,38 @@ layers:
     );
     let err = parse_with_layouts(text, "test.yaml", Some(&[])).unwrap_err();
     assert!(err.message.contains("empty"), "{err}");
+}
+
+#[test]
+fn absurd_nesting_or_size_is_refused_at_once() {
+    let deep = [
+        "[".repeat(100_000),
+        format!("layers: {}", "[".repeat(100_000)),
+        format!("defaults:\n  m: {}", "{a: ".repeat(100_000)),
+    ];
+    for text in deep {
+        let started = std::time::Instant::now();
+        let err = parse_err(&text);
+        assert!(
+            started.elapsed().as_secs_f64() < 1.0,
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(err.message.contains("nested deeper than"), "{err}");
+        assert!(err.line.is_some() && err.column.is_some(), "{err}");
+    }
+    // Brackets in quotes and comments do not count; the shipped files nest two deep.
+    let quoted = format!(
+        "# {}\nlayers:\n  - {{ name: \"{}\", n: 64, k: 64, m: [1], sparsity: ['2:4'], L: 4 }}\n",
+        "[".repeat(50),
+        "[".repeat(50)
+    );
+    assert_eq!(parse(&quoted, "q.yaml").unwrap().len(), 1);
+    let big = format!("# {}\n", "x".repeat(nmtune::shapes::MAX_FILE_BYTES));
+    assert!(parse_err(&big).message.contains("larger than"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.yaml");
+    std::fs::write(&file, &big).unwrap();
+    let err = load(&file).unwrap_err();
+    assert!(err.message.contains("larger than"), "{err}");
 }

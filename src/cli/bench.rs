@@ -4,16 +4,17 @@
 //! kernel (`--db`, optionally only one m), which reproduces the report's speed-ups in one
 //! command.
 
+use super::fields::{whole_number, StrategyArg};
 use super::tune::{cache_dir_or_default, open_gpu};
 use anyhow::{bail, Context};
 use clap::Args;
 use nmtune::codegen::KernelConfig;
 use nmtune::db::Database;
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Problem};
 use nmtune::summary::{speedup_rows, speedup_table};
 use nmtune::tuner::measure::TimingPlan;
 use nmtune::tuner::profile::{profile_problem, ProblemProfile};
-use nmtune::tuner::{search, Strategy};
+use nmtune::tuner::search;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -29,36 +30,37 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["n", "k", "kernels", "strategy"])]
     db: Option<PathBuf>,
     /// Rows of A (with --db: only problems with this m).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     m: Option<usize>,
     /// Columns of the weight and of C.
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     n: Option<usize>,
     /// Inner dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     k: Option<usize>,
-    /// Sparsity pattern N:M.
+    /// Sparsity pattern N:M, or the share of weights pruned as a percentage (75%, M = 32).
     #[arg(long, default_value = "16:32")]
     nm: String,
     /// Vector length L.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = whole_number)]
     l: usize,
     /// Layout of A: row (m×k row-major) or col (column-major, the paper's).
     #[arg(long, value_name = "LAYOUT", default_value = "row", value_parser = super::tune::parse_a_layout)]
     a_layout: ALayout,
-    /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_ms128_ns128_…
+    /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_arow4_ms64_ns128_…
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
     /// Time a strategy's candidates instead of a kernel list [default: pruned].
     #[arg(long, value_enum)]
-    strategy: Option<Strategy>,
+    strategy: Option<StrategyArg>,
     /// Timed runs per kernel (median reported).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
     /// Also write every line as CSV to this file.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
-    /// NVRTC output cache [default: the user cache directory].
+    /// NVRTC output cache [default: nmtune/cubins in the user cache directory, where the
+    /// runtime API looks for compiled kernels too].
     #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
 }
@@ -67,7 +69,11 @@ const CSV_HEADER: &str = "gpu,problem,kernel,registers,spill_bytes,median_us,min
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let jobs = jobs(args)?;
-    let gpu = open_gpu(&args.gpu, args.force)?;
+    let gpu = open_gpu(
+        &args.gpu,
+        args.force,
+        "nmtune bench times kernels on one; nmtune kernel (a kernel's resources) and nmtune lookup need none",
+    )?;
     let plan = TimingPlan {
         runs: args.runs as usize,
         ..TimingPlan::default()
@@ -112,13 +118,13 @@ fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
     let (Some(m), Some(n), Some(k)) = (args.m, args.n, args.k) else {
         bail!("nmtune bench needs --m, --n and --k (or --db <tuning database>)");
     };
-    let nm = NmPattern::parse(&args.nm, 32)?;
+    let nm = super::fields::pattern_arg("--nm", &args.nm)?;
     let problem = Problem::new(m, n, k, nm, args.l)?.with_layout(args.a_layout)?;
     let configs = if args.kernels.is_empty() {
         let profile = nmtune::gpu::GpuProfile::builtin(&args.gpu)
             .or_else(|| nmtune::gpu::GpuProfile::builtin("h100"))
             .context("no GPU profile")?;
-        search::candidates(&problem, &profile, args.strategy.unwrap_or_default())
+        search::candidates(&problem, &profile, args.strategy.unwrap_or_default().into())
     } else {
         parse_kernels(&args.kernels, &problem)?
     };
@@ -188,6 +194,9 @@ fn lines(gpu: &str, profile: &ProblemProfile) -> Vec<Line> {
             let name = k.config.name();
             let regs = k.registers.map_or("-".into(), |r| r.to_string());
             let spill = k.spill_bytes.map_or("-".into(), |s| s.to_string());
+            // In CSV a missing value is an empty field.
+            let csv_regs = k.registers.map_or(String::new(), |r| r.to_string());
+            let csv_spill = k.spill_bytes.map_or(String::new(), |s| s.to_string());
             match &k.result {
                 Ok(t) => {
                     let us = t.timing.median_us;
@@ -199,14 +208,14 @@ fn lines(gpu: &str, profile: &ProblemProfile) -> Vec<Line> {
                             p.to_string(), cublas / us, t.rel_error
                         ),
                         csv: format!(
-                            "{gpu},{p},{name},{regs},{spill},{us:.3},{:.3},{},{eff:.3},{real:.3},{cublas:.3},{:.4},{:.3e},",
+                            "{gpu},{p},{name},{csv_regs},{csv_spill},{us:.3},{:.3},{},{eff:.3},{real:.3},{cublas:.3},{:.4},{:.3e},",
                             t.timing.min_us, t.timing.runs, cublas / us, t.rel_error
                         ),
                     }
                 }
                 Err(reason) => Line {
                     table: format!("{:<28} {regs:>4} {spill:>5} {:>10} {:>8} {:>8} {cublas:>10.1} {:>7} {:>9}  {name}: {reason}", p.to_string(), "-", "-", "-", "-", "-"),
-                    csv: format!("{gpu},{p},{name},{regs},{spill},,,,,,{cublas:.3},,,\"{}\"", reason.replace('"', "'")),
+                    csv: format!("{gpu},{p},{name},{csv_regs},{csv_spill},,,,,,{cublas:.3},,,\"{}\"", reason.replace('"', "'")),
                 },
             }
         })

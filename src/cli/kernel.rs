@@ -3,20 +3,21 @@
 
 use anyhow::Context;
 use clap::Args;
-use nmtune::codegen::{nvrtc, render, KernelConfig};
+use nmtune::codegen::{nvrtc, render, CodegenError, KernelConfig};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct KernelArgs {
-    /// Kernel name, e.g. nm_spmm_f32_ms128_ns128_ks32_mt16_nt8_w4x8_n8m32l32_nopack_cp3_sk1.
+    /// Kernel name, e.g. nm_spmm_f32_arow4_ms64_ns128_ks32_mt8_nt8_w8x4_n8m32l32_nopack_cp2_mb1_sk1.
     name: String,
-    /// Target architecture.
+    /// Target architecture: sm_<major><minor>, such as sm_90 (H100, H200) or sm_80 (A100).
     #[arg(long, default_value = "sm_90")]
     arch: String,
     /// Print the rendered CUDA source instead of compiling it.
     #[arg(long)]
     source: bool,
-    /// NVRTC output cache [default: the user cache directory].
+    /// NVRTC output cache [default: nmtune/cubins in the user cache directory, where the
+    /// runtime API looks for compiled kernels too].
     #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
 }
@@ -30,7 +31,15 @@ pub fn run(args: &KernelArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let cache = super::tune::cache_dir_or_default(args.cache_dir.clone());
-    let compiled = nvrtc::compile_cached(&source, &args.arch, &cache)?;
+    let compiled = nvrtc::compile_cached(&source, &args.arch, &cache).map_err(|err| match err {
+        // Refused before the kernel's name was at hand: name it.
+        CodegenError::Compile { name, arch, log } if name.is_empty() => CodegenError::Compile {
+            name: cfg.name(),
+            arch,
+            log,
+        },
+        other => other,
+    })?;
     let show = |v: Option<u32>| v.map_or("?".to_string(), |v| v.to_string());
     println!(
         "{}: {} for {}: {} registers, {} bytes spilled, {} threads, {} bytes dynamic shared memory",

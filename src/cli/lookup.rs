@@ -1,10 +1,10 @@
 //! `nmtune lookup`: which kernel the runtime would launch for one problem, and why. Reads the
 //! database only; needs no GPU.
 
+use super::fields::{pattern_arg, whole_number, ConfigFields};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use nmtune::codegen::KernelConfig;
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Problem};
 use nmtune::runtime::{Choice, Lookup, Rule};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -24,19 +24,20 @@ pub struct LookupArgs {
     #[arg(long, value_name = "NAME")]
     gpu: String,
     /// Rows of A (tokens).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     m: usize,
     /// Columns of the weight and of C (output features).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     n: usize,
     /// Rows of the weight, columns of A (input features).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_number)]
     k: usize,
-    /// Sparsity pattern "N:M" (or a fraction such as 0.75 with M = 32).
+    /// Sparsity pattern N:M, such as 8:32, or the share of weights pruned as a percentage,
+    /// such as 75% (with M = 32).
     #[arg(long, value_name = "N:M")]
     nm: String,
     /// Vector length L.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = whole_number)]
     l: usize,
     /// Layout of A: row (m×k row-major) or col (column-major); only kernels compiled for it
     /// answer.
@@ -58,7 +59,7 @@ struct Answer {
     /// `row` or `col`.
     a_layout: ALayout,
     kernel: String,
-    config: KernelConfig,
+    config: ConfigFields,
     /// `exact`, `nearest_m` or `default`.
     rule: &'static str,
     /// The m of the borrowed entry (`nearest_m` only).
@@ -85,7 +86,7 @@ impl Answer {
             l: p.l,
             a_layout: p.a_layout,
             kernel: choice.config.name(),
-            config: choice.config,
+            config: ConfigFields::from(&choice.config),
             rule: choice.rule.as_str(),
             from_m: match choice.rule {
                 Rule::NearestM { from_m } => Some(from_m),
@@ -100,7 +101,7 @@ impl Answer {
 }
 
 pub fn run(args: &LookupArgs) -> anyhow::Result<()> {
-    let nm = NmPattern::parse(&args.nm, 32)?;
+    let nm = pattern_arg("--nm", &args.nm)?;
     let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?.with_layout(args.a_layout)?;
     // A typo in --db should not quietly turn into "defaults for everything".
     if !args.db.exists() {
@@ -121,7 +122,7 @@ fn opt(value: Option<f64>, unit: &str) -> String {
 }
 
 fn table(a: &Answer, choice: &Choice) -> String {
-    let c = &a.config;
+    let c = &choice.config;
     let at = a
         .from_m
         .map_or_else(String::new, |m| format!(" (at m={m})"));

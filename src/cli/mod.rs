@@ -2,6 +2,7 @@
 
 mod bench;
 mod export;
+mod fields;
 mod kernel;
 mod lookup;
 mod model_eval;
@@ -29,7 +30,9 @@ use std::path::PathBuf;
     version,
     about,
     long_about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // `--m -5` must reach the value's parser and its message, not read as an option.
+    allow_negative_numbers = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -38,22 +41,30 @@ pub struct Cli {
     tune: tune::TuneArgs,
 }
 
+/// Every subcommand lets negative numbers through to its values' parsers, as the main job does.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the best kernel per problem from a tuning database.
+    #[command(allow_negative_numbers = true)]
     Report(report::ReportArgs),
     /// Time kernels on the GPU beside cuBLAS SGEMM, one line per kernel (nothing stored).
+    #[command(allow_negative_numbers = true)]
     Bench(bench::BenchArgs),
     /// Compile one kernel with NVRTC and print its resource report (no GPU needed).
+    #[command(allow_negative_numbers = true)]
     Kernel(kernel::KernelArgs),
     /// Print the kernel the runtime would launch for one problem, and the rule that chose it.
+    #[command(allow_negative_numbers = true)]
     Lookup(lookup::LookupArgs),
     /// Write every measurement of a database as JSON lines (the diffable text of a database).
+    #[command(allow_negative_numbers = true)]
     Export(export::ExportArgs),
     /// Check that a measurements file is its database's export and replays to the same best
     /// entries.
+    #[command(allow_negative_numbers = true)]
     CheckReplay(replay::CheckArgs),
     /// Evaluate the model-guided search against a database's measurements.
+    #[command(allow_negative_numbers = true)]
     ModelEval(model_eval::ModelEvalArgs),
 }
 
@@ -71,8 +82,8 @@ pub fn run() -> anyhow::Result<()> {
     }
 }
 
-/// The command line; a usage error becomes one line (clap's first), help and version print
-/// as usual.
+/// The command line; a usage error becomes one line (clap's first) that points at the help of
+/// the subcommand it is about; help and version print as usual.
 fn parse() -> anyhow::Result<Cli> {
     Cli::try_parse().map_err(|err| {
         if !err.use_stderr() {
@@ -81,11 +92,35 @@ fn parse() -> anyhow::Result<Cli> {
         let text = err.to_string();
         let first = text.lines().next().unwrap_or("invalid arguments");
         let first = first.trim_start_matches("error: ").to_string();
-        anyhow::anyhow!("{first} (see nmtune --help)")
+        anyhow::anyhow!("{first} (see {} --help)", command_named())
     })
 }
 
-/// Default database location for a GPU: tuning-db/<gpu>.sqlite.
-pub fn default_db_path(gpu: &str) -> PathBuf {
-    PathBuf::from("tuning-db").join(format!("{gpu}.sqlite"))
+/// `nmtune <subcommand>` when the command line names one, else `nmtune`.
+fn command_named() -> String {
+    use clap::CommandFactory;
+    let word = std::env::args().nth(1).unwrap_or_default();
+    let cli = Cli::command();
+    let sub = cli
+        .get_subcommands()
+        .find(|c| c.get_name() == word || c.get_all_aliases().any(|a| a == word));
+    match sub {
+        Some(c) => format!("nmtune {}", c.get_name()),
+        None => "nmtune".to_string(),
+    }
+}
+
+/// Default database of the main job for a GPU and where its times come from: timings on the
+/// GPU go to `tuning-db/<gpu>.sqlite`, the database of measured entries that is committed;
+/// predictions and replays go to `tuning-db/<gpu>-model.sqlite` and
+/// `tuning-db/<gpu>-replay.sqlite`, which git ignores, so that a run without a GPU never
+/// changes a committed measured database the user did not name with `--db`.
+pub fn default_db_path(gpu: &str, source: nmtune::db::Source) -> PathBuf {
+    use nmtune::db::Source;
+    let name = match source {
+        Source::Measured => format!("{gpu}.sqlite"),
+        Source::Model => format!("{gpu}-model.sqlite"),
+        Source::Replay => format!("{gpu}-replay.sqlite"),
+    };
+    PathBuf::from("tuning-db").join(name)
 }

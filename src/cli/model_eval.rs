@@ -47,7 +47,7 @@ pub struct ModelEvalArgs {
     #[arg(long, default_value_t = HIT_TOLERANCE)]
     tolerance: f64,
     /// Skip problems with fewer measured configurations.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = super::fields::whole_number)]
     min_configs: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,

@@ -1,6 +1,9 @@
 //! `nmtune report`: one row per problem, the best kernel beside cuBLAS.
 
+use super::fields::{csv_number, ConfigFields};
+use anyhow::bail;
 use clap::{Args, ValueEnum};
+use nmtune::codegen::template_checksum;
 use nmtune::db::{Database, Measurement};
 use nmtune::problem::ALayout;
 use serde::Serialize;
@@ -43,7 +46,7 @@ pub struct ReportRow {
     /// `row` or `col`.
     pub a_layout: ALayout,
     pub kernel: String,
-    pub config: nmtune::codegen::KernelConfig,
+    pub config: ConfigFields,
     pub median_us: Option<f64>,
     pub effective_tflops: Option<f64>,
     pub cublas_us: Option<f64>,
@@ -52,6 +55,8 @@ pub struct ReportRow {
     pub fraction_of_ideal: Option<f64>,
     pub source: String,
     pub verified: bool,
+    /// Tuned with this build's kernel templates; `false`: the runtime never launches it.
+    pub current_templates: bool,
 }
 
 impl ReportRow {
@@ -71,7 +76,7 @@ impl ReportRow {
             l: p.l,
             a_layout: p.a_layout,
             kernel: best.config.name(),
-            config: best.config,
+            config: ConfigFields::from(&best.config),
             median_us: best.median_us,
             effective_tflops: best.median_us.map(|t| p.dense_flops() / (t * 1e-6) / 1e12),
             cublas_us: best.cublas_us,
@@ -80,15 +85,47 @@ impl ReportRow {
             fraction_of_ideal: speedup.map(|s| s / ideal),
             source: best.source.as_str().to_string(),
             verified: best.verified,
+            current_templates: best.template_checksum == template_checksum(),
         }
     }
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let db = Database::open_read_only(&args.db)?;
-    let mut best = db.best_entries(args.gpu.as_deref())?;
+    let gpu = args.gpu.as_deref().map(|g| g.trim().to_ascii_lowercase());
+    let mut best = db.best_entries(gpu.as_deref())?;
+    if best.is_empty() {
+        // Never an empty answer that looks like a result.
+        let gpus = db.gpus()?;
+        match &gpu {
+            Some(gpu) if !gpus.contains(gpu) => bail!(
+                "{} holds no entries of GPU '{gpu}' (it holds: {})",
+                args.db.display(),
+                if gpus.is_empty() {
+                    "none".into()
+                } else {
+                    gpus.join(", ")
+                }
+            ),
+            Some(gpu) => bail!(
+                "{} holds no usable entry of GPU '{gpu}' (no verified, timed result)",
+                args.db.display()
+            ),
+            None => bail!(
+                "{} holds no usable entry (no verified, timed result)",
+                args.db.display()
+            ),
+        }
+    }
     if let Some(layout) = args.a_layout {
         best.retain(|b| b.problem.a_layout == layout);
+        if best.is_empty() {
+            bail!(
+                "{} holds no usable entry with a_layout {}",
+                args.db.display(),
+                layout.as_str()
+            );
+        }
     }
     if let Some(path) = &args.plot {
         super::report_plot::plot(&db, &best, path)?;
@@ -124,17 +161,20 @@ fn summary(rows: &[ReportRow]) -> String {
     )
 }
 
+/// A table cell: the value with `decimals` places, `-` when there is none.
 fn opt(value: Option<f64>, decimals: usize) -> String {
     value
         .map(|v| format!("{v:.decimals$}"))
         .unwrap_or_else(|| "-".into())
 }
 
+/// CSV: one header line, then one line per row; a missing number is an empty field.
 fn to_csv(rows: &[ReportRow]) -> String {
-    let mut out = String::from("gpu,m,n,k,nm,l,a_layout,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,source,verified\n");
+    let opt = csv_number;
+    let mut out = String::from("gpu,m,n,k,nm,l,a_layout,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,source,verified,current_templates\n");
     for r in rows {
         out += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{}\n",
             r.gpu,
             r.m,
             r.n,
@@ -150,18 +190,18 @@ fn to_csv(rows: &[ReportRow]) -> String {
             r.ideal_speedup,
             opt(r.fraction_of_ideal, 3),
             r.source,
-            r.verified
+            r.verified,
+            r.current_templates
         );
     }
     out
 }
 
+/// The table. `verified` is `n/a` for a prediction (nothing ran to be verified); the source of
+/// an entry tuned with other kernel templates is marked `*`, explained below the table.
 fn to_table(rows: &[ReportRow]) -> String {
-    if rows.is_empty() {
-        return "no entries\n".into();
-    }
     let mut out = format!(
-        "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
+        "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<9} {:>8}  {}\n",
         "gpu",
         "m",
         "n",
@@ -175,18 +215,39 @@ fn to_table(rows: &[ReportRow]) -> String {
         "speedup",
         "ideal%",
         "source",
-        "ok",
+        "verified",
         "kernel"
     );
     for r in rows {
         out +=
             &format!(
-            "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<8} {:>3}  {}\n",
+            "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<9} {:>8}  {}\n",
             r.gpu, r.m, r.n, r.k, r.nm, r.l, r.a_layout.as_str(),
             opt(r.median_us, 1), opt(r.effective_tflops, 2), opt(r.cublas_us, 1),
             opt(r.speedup, 2), opt(r.fraction_of_ideal.map(|f| f * 100.0), 1),
-            r.source, if r.verified { "yes" } else { "no" }, r.kernel
+            source_cell(r), verified_cell(r), r.kernel
+        );
+    }
+    let stale = rows.iter().filter(|r| !r.current_templates).count();
+    if stale > 0 {
+        out += &format!(
+            "* {stale} of {} entries were tuned with other kernel templates than this build's: \
+             the runtime does not launch them (re-tune to refresh them)\n",
+            rows.len()
         );
     }
     out
+}
+
+fn source_cell(r: &ReportRow) -> String {
+    let mark = if r.current_templates { "" } else { "*" };
+    format!("{}{mark}", r.source)
+}
+
+fn verified_cell(r: &ReportRow) -> &'static str {
+    match (r.source.as_str(), r.verified) {
+        ("model", _) => "n/a",
+        (_, true) => "yes",
+        (_, false) => "no",
+    }
 }

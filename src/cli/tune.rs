@@ -1,13 +1,15 @@
 //! The main job: tune every shape of a shapes file and write the tuning database.
 
+use super::fields::StrategyArg;
 use super::supervise;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use nmtune::db::Database;
+use nmtune::codegen::nvrtc;
+use nmtune::db::{Database, Source};
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
 use nmtune::problem::{ALayout, Problem};
 use nmtune::replay::MeasurementLog;
-use nmtune::tuner::{self, measure::TimingPlan, Strategy, TuneOptions, TuneSummary};
+use nmtune::tuner::{self, measure::TimingPlan, TuneOptions, TuneSummary};
 use std::path::PathBuf;
 
 /// Where timings come from.
@@ -37,8 +39,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "LAYOUT", value_delimiter = ',', value_parser = parse_a_layout)]
     a_layout: Vec<ALayout>,
     /// Search strategy.
-    #[arg(long, value_enum, default_value_t = Strategy::Pruned)]
-    strategy: Strategy,
+    #[arg(long, value_enum, default_value_t = StrategyArg::Pruned)]
+    strategy: StrategyArg,
     /// Measure on the GPU, predict with the performance model, or replay a measurements file
     /// [default: gpu, or model with a notice when the machine has no GPU].
     #[arg(long, value_enum)]
@@ -52,7 +54,8 @@ pub struct TuneArgs {
     /// Timed runs per candidate (the median is stored).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
-    /// NVRTC output cache [default: the user cache directory].
+    /// NVRTC output cache [default: nmtune/cubins in the user cache directory, where the
+    /// runtime API looks for compiled kernels too].
     #[arg(long, value_name = "DIR", env = "NMTUNE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
     /// Seconds one verification or one batch of timed launches may take; a kernel still
@@ -63,6 +66,9 @@ pub struct TuneArgs {
     #[arg(long, short)]
     quiet: bool,
 }
+
+/// The GPU profile `--gpu auto` models when the machine has no GPU to read one from.
+pub const DEFAULT_MODEL_PROFILE: &str = "h100";
 
 pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     let (Some(gpu_name), Some(shapes_path)) = (&args.gpu, &args.shapes) else {
@@ -88,8 +94,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     if on_gpu && !supervise::is_worker() && device::driver_present() {
         return supervise::run_workers();
     }
-    let summary = match args.backend {
-        Some(Backend::Model) => tune_model(args, &gpu_name, &problems, true)?,
+    let (summary, db_path) = match args.backend {
+        Some(Backend::Model) => tune_model(args, &gpu_name, &problems, None)?,
         Some(Backend::Gpu) => tune_gpu(args, &gpu_name, &problems)?,
         Some(Backend::Replay) => return replay_backend(args, &gpu_name, &problems),
         None => tune_default(args, &gpu_name, &problems)?,
@@ -97,14 +103,15 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     if !args.quiet {
         eprintln!(
             "nmtune: {} problems: {} tuned, {} already done; {} candidates timed, {} abandoned \
-             as slower than the best, {} failed; {:.1} s",
+             as slower than the best, {} failed; {:.1} s; database {}",
             summary.problems_total,
             summary.problems_tuned,
             summary.problems_skipped,
             summary.candidates_timed,
             summary.candidates_abandoned,
             summary.candidates_failed,
-            summary.elapsed_s
+            summary.elapsed_s,
+            db_path.display()
         );
     }
     Ok(())
@@ -115,21 +122,11 @@ fn tune_default(
     args: &TuneArgs,
     gpu_name: &str,
     problems: &[Problem],
-) -> anyhow::Result<TuneSummary> {
+) -> anyhow::Result<(TuneSummary, PathBuf)> {
     match Gpu::open(0) {
         Ok(gpu) => tune_on(args, gpu_name, gpu, problems),
         Err(GpuError::DriverMissing | GpuError::NoDevice(_)) => {
-            if gpu_name == "auto" {
-                bail!(
-                    "no GPU found, and --gpu auto names no profile to model: pass --gpu <{}> \
-                     to fill the database from the performance model",
-                    GpuProfile::builtin_names().join("|")
-                );
-            }
-            eprintln!(
-                "nmtune: no GPU found: filling the database from the performance model (source = model)"
-            );
-            tune_model(args, gpu_name, problems, false)
+            tune_model(args, gpu_name, problems, Some("no GPU found"))
         }
         Err(err) => Err(err.into()),
     }
@@ -142,35 +139,82 @@ fn named_profile(gpu_name: &str, backend: &str) -> anyhow::Result<GpuProfile> {
     GpuProfile::builtin(gpu_name).context("unknown GPU profile")
 }
 
+/// The profile a model run predicts for, and how `--gpu auto` was resolved: the device's when
+/// there is one, else [`DEFAULT_MODEL_PROFILE`].
+fn model_profile(gpu_name: &str) -> anyhow::Result<(GpuProfile, Option<String>)> {
+    if gpu_name != "auto" {
+        return Ok((named_profile(gpu_name, "model")?, None));
+    }
+    if device::driver_present() {
+        if let Ok(gpu) = Gpu::open(0) {
+            let profile = gpu.profile().clone();
+            let note = format!("--gpu auto reads {} off the device", profile.name);
+            return Ok((profile, Some(note)));
+        }
+    }
+    let profile = GpuProfile::builtin(DEFAULT_MODEL_PROFILE).context("no default GPU profile")?;
+    let note = format!(
+        "--gpu auto falls back to the default profile {} ({}; pass --gpu <{}> for another)",
+        profile.name,
+        profile.full_name,
+        GpuProfile::builtin_names().join("|")
+    );
+    Ok((profile, Some(note)))
+}
+
 fn replay_backend(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Result<()> {
     let Some(measurements) = &args.measurements else {
         bail!("--backend replay needs --measurements <file> (written by `nmtune export`)");
     };
     let profile = named_profile(gpu_name, "replay")?;
     let log = MeasurementLog::read(measurements)?;
-    let db = open_db(args, &profile.name)?;
+    // Everything that can be checked is checked before the database is created.
+    log.check_gpu(&profile.name)?;
+    let db = open_db(args, &profile.name, Source::Replay)?;
     super::replay::tune_replay(&log, &profile, problems, &db, args.quiet)
 }
 
+/// Fill the database from the performance model. `why` is the reason when the run did not ask
+/// for the model (no GPU): then the notice is printed even with --quiet.
 fn tune_model(
     args: &TuneArgs,
     gpu_name: &str,
     problems: &[Problem],
-    announce: bool,
-) -> anyhow::Result<TuneSummary> {
-    let profile = named_profile(gpu_name, "model")?;
-    let db = open_db(args, &profile.name)?;
-    if announce && !args.quiet {
+    why: Option<&str>,
+) -> anyhow::Result<(TuneSummary, PathBuf)> {
+    let (profile, resolved) = model_profile(gpu_name)?;
+    tuner::check_supported(problems, &profile)?;
+    let db = open_db(args, &profile.name, Source::Model)?;
+    if why.is_some() || !args.quiet {
+        let lead: String = why
+            .map(String::from)
+            .into_iter()
+            .chain(resolved)
+            .map(|r| r + ": ")
+            .collect();
         eprintln!(
-            "nmtune: no measurement: filling {} from the performance model (source = model)",
-            db.path().display()
+            "nmtune: {lead}filling {} from the performance model of the {} profile (source = model)",
+            db.path().display(),
+            profile.name
         );
     }
-    Ok(tuner::tune_with_model(&profile, problems, &db, args.quiet)?)
+    let summary = tuner::tune_with_model(&profile, problems, &db, args.quiet)?;
+    Ok((summary, db.path().to_path_buf()))
 }
 
-fn tune_gpu(args: &TuneArgs, gpu_name: &str, problems: &[Problem]) -> anyhow::Result<TuneSummary> {
-    tune_on(args, gpu_name, open_gpu(gpu_name, args.force)?, problems)
+fn tune_gpu(
+    args: &TuneArgs,
+    gpu_name: &str,
+    problems: &[Problem],
+) -> anyhow::Result<(TuneSummary, PathBuf)> {
+    let needs = "--backend gpu needs one; leave --backend out, or use --backend model, to fill \
+                 the database from the performance model";
+    tune_on(
+        args,
+        gpu_name,
+        open_gpu(gpu_name, args.force, needs)?,
+        problems,
+    )
 }
 
 fn tune_on(
@@ -178,11 +222,12 @@ fn tune_on(
     gpu_name: &str,
     gpu: Gpu,
     problems: &[Problem],
-) -> anyhow::Result<TuneSummary> {
+) -> anyhow::Result<(TuneSummary, PathBuf)> {
     check_match(gpu_name, &gpu, args.force)?;
-    let db = open_db(args, &gpu.profile().name)?;
+    tuner::check_supported(problems, gpu.profile())?;
+    let db = open_db(args, &gpu.profile().name, Source::Measured)?;
     let opts = TuneOptions {
-        strategy: args.strategy,
+        strategy: args.strategy.into(),
         plan: TimingPlan {
             runs: args.runs as usize,
             time_limit: std::time::Duration::from_secs_f64(args.kernel_time_limit),
@@ -192,16 +237,15 @@ fn tune_on(
         cache_dir: cache_dir_or_default(args.cache_dir.clone()),
         seed: 0x6e6d_7475,
     };
-    Ok(tuner::tune_on_gpu(gpu, problems, &db, &opts)?)
+    let summary = tuner::tune_on_gpu(gpu, problems, &db, &opts)?;
+    Ok((summary, db.path().to_path_buf()))
 }
 
 /// Open GPU 0 and check that it is the one `gpu_name` names (`auto`: any; `force`: any).
-pub fn open_gpu(gpu_name: &str, force: bool) -> anyhow::Result<Gpu> {
+/// `needs` says, for a machine without one, who needs it and what runs without.
+pub fn open_gpu(gpu_name: &str, force: bool, needs: &str) -> anyhow::Result<Gpu> {
     if !device::driver_present() {
-        bail!(
-            "no NVIDIA GPU on this machine (libcuda.so not found): {gpu_name} needs one; \
-             run on a GPU machine, or use --backend model to fill the database from the performance model"
-        );
+        bail!("no NVIDIA GPU on this machine (libcuda.so not found): {needs}");
     }
     let gpu = Gpu::open(0)?;
     check_match(gpu_name, &gpu, force)?;
@@ -222,22 +266,23 @@ fn check_match(gpu_name: &str, gpu: &Gpu, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn open_db(args: &TuneArgs, gpu: &str) -> anyhow::Result<Database> {
+/// The database of the run: `--db`, else the default for the GPU and source of the times
+/// ([`super::default_db_path`]).
+fn open_db(args: &TuneArgs, gpu: &str, source: Source) -> anyhow::Result<Database> {
     let path = args
         .db
         .clone()
-        .unwrap_or_else(|| super::default_db_path(gpu));
+        .unwrap_or_else(|| super::default_db_path(gpu, source));
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     Ok(Database::open(&path)?)
 }
 
-/// The NVRTC cache directory: the one given, else the user cache directory.
+/// The NVRTC cache directory: the one given, else the one the runtime uses
+/// ([`nvrtc::default_cache_dir`]), so that an application finds every kernel tuning compiled.
 pub fn cache_dir_or_default(given: Option<PathBuf>) -> PathBuf {
-    given
-        .or_else(|| dirs::cache_dir().map(|d| d.join("nmtune")))
-        .unwrap_or_else(|| PathBuf::from(".nmtune-cache"))
+    given.unwrap_or_else(nvrtc::default_cache_dir)
 }
 
 fn parse_time_limit(text: &str) -> Result<f64, String> {

@@ -1,7 +1,12 @@
-//! The rule that picks the best configuration of a (GPU, problem) pair, written once.
+//! The rule that picks the best entry of a (GPU, problem) pair, written once and used by
+//! everything that needs a "best": the database's `best` table ([`better`], on every write),
+//! the runtime lookup ([`best_per_problem`] in memory, or the `best` table it reads) and the
+//! model evaluation's ground truth (`tuner::evaluate`). docs/design.md "Timing rules".
 
 use super::types::{Measurement, Source, Status};
+use crate::problem::Problem;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 /// Whether a measurement may be the best at all: it ran, has a usable time, and its output was
 /// verified. A model prediction has no output to verify, so it needs only the time.
@@ -11,63 +16,49 @@ pub fn can_be_best(m: &Measurement) -> bool {
     m.status == Status::Ok && trusted && timed
 }
 
-/// Whether `candidate` should replace `incumbent` as the best of their (GPU, problem).
+/// Trust in a time from this source, greater is more: a timing on the GPU beats one replayed
+/// from a measurements file, which beats a prediction.
+pub fn trust(source: Source) -> u8 {
+    match source {
+        Source::Measured => 3,
+        Source::Replay => 2,
+        Source::Model => 1,
+    }
+}
+
+/// The rule, as an order: `Greater` when `a` is the better entry. `current` is the template
+/// checksum of the code this build generates ([`crate::codegen::template_checksum`]).
 ///
 /// In order:
-/// 1. a candidate that cannot be best never wins; one that can beats an incumbent that cannot;
-/// 2. a more trusted source wins (measured = replay > model), so a prediction never displaces a
-///    timing, not even one taken with older templates;
-/// 3. with a different template checksum the newer result wins: the templates changed, so the
-///    older timing describes code that is no longer generated (equal times fall through);
-/// 4. otherwise the smaller median wins, ties going to the smaller kernel name so that the
-///    choice does not depend on the order results arrive in.
+/// 1. an entry that can be best ([`can_be_best`]) beats one that cannot;
+/// 2. a more trusted source wins ([`trust`]: measured > replay > model), so a prediction never
+///    displaces a timing, and a replayed timing never displaces one taken on the GPU;
+/// 3. an entry produced with the `current` templates beats one from other templates (whose
+///    time describes code that is no longer generated);
+/// 4. the smaller median wins;
+/// 5. ties go to the smaller kernel name, then to the smaller checksum and the earlier date,
+///    so that the order is total and the choice never depends on the order rows arrive in.
+pub fn compare(a: &Measurement, b: &Measurement, current: &str) -> Ordering {
+    let median = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
+    can_be_best(a)
+        .cmp(&can_be_best(b))
+        .then_with(|| trust(a.source).cmp(&trust(b.source)))
+        .then_with(|| (a.template_checksum == current).cmp(&(b.template_checksum == current)))
+        .then_with(|| median(b).total_cmp(&median(a)))
+        .then_with(|| b.kernel_name().cmp(&a.kernel_name()))
+        .then_with(|| b.template_checksum.cmp(&a.template_checksum))
+        .then_with(|| b.created_at.cmp(&a.created_at))
+}
+
+/// Whether `candidate` should replace `incumbent` as the best of their (GPU, problem) for this
+/// build: [`compare`] with this build's template checksum. An entry that cannot be best never
+/// wins.
 pub fn better(candidate: &Measurement, incumbent: &Measurement) -> bool {
-    if !can_be_best(candidate) {
-        return false;
-    }
-    if !can_be_best(incumbent) {
-        return true;
-    }
-    let (cand_rank, inc_rank) = (candidate.source.rank(), incumbent.source.rank());
-    if cand_rank != inc_rank {
-        return cand_rank > inc_rank;
-    }
-    if candidate.template_checksum != incumbent.template_checksum {
-        match compare_times(&candidate.created_at, &incumbent.created_at) {
-            Ordering::Greater => return true,
-            Ordering::Less => return false,
-            Ordering::Equal => {}
-        }
-    }
-    faster(candidate, incumbent)
+    can_be_best(candidate)
+        && compare(candidate, incumbent, crate::codegen::template_checksum()) == Ordering::Greater
 }
 
-/// Smaller median first, then the smaller kernel name. Both medians are finite here.
-fn faster(candidate: &Measurement, incumbent: &Measurement) -> bool {
-    let (cand_us, inc_us) = (
-        candidate.median_us.unwrap_or(f64::INFINITY),
-        incumbent.median_us.unwrap_or(f64::INFINITY),
-    );
-    match cand_us.total_cmp(&inc_us) {
-        Ordering::Less => true,
-        Ordering::Greater => false,
-        Ordering::Equal => candidate.kernel_name() < incumbent.kernel_name(),
-    }
-}
-
-/// Compare two RFC 3339 timestamps as instants; text order when either does not parse.
-fn compare_times(a: &str, b: &str) -> Ordering {
-    match (
-        chrono::DateTime::parse_from_rfc3339(a),
-        chrono::DateTime::parse_from_rfc3339(b),
-    ) {
-        (Ok(a), Ok(b)) => a.cmp(&b),
-        _ => a.cmp(b),
-    }
-}
-
-/// The best of `candidates` by [`better`], taken in the order given (arrival order matters only
-/// when template checksums differ).
+/// The best of `candidates` by [`better`]; `None` when none can be best.
 pub(crate) fn pick_best(candidates: impl IntoIterator<Item = (i64, Measurement)>) -> Option<i64> {
     let mut best: Option<(i64, Measurement)> = None;
     for (id, m) in candidates {
@@ -80,6 +71,25 @@ pub(crate) fn pick_best(candidates: impl IntoIterator<Item = (i64, Measurement)>
         }
     }
     best.map(|(id, _)| id)
+}
+
+/// The best entry of every (GPU, problem) among `rows` by [`better`]: what the `best` table of
+/// a database holding exactly these rows says. Problems without an entry that can be best are
+/// left out.
+pub fn best_per_problem(
+    rows: impl IntoIterator<Item = Measurement>,
+) -> HashMap<(String, Problem), Measurement> {
+    let mut best: HashMap<(String, Problem), Measurement> = HashMap::new();
+    for m in rows.into_iter().filter(can_be_best) {
+        let key = (m.gpu.clone(), m.problem);
+        match best.get(&key) {
+            Some(incumbent) if !better(&m, incumbent) => {}
+            _ => {
+                best.insert(key, m);
+            }
+        }
+    }
+    best
 }
 
 #[cfg(test)]
@@ -180,30 +190,72 @@ mod tests {
     }
 
     #[test]
-    fn model_never_replaces_measured_but_measured_replaces_model() {
+    fn measured_beats_replay_beats_model_whatever_the_time() {
         let measured = entry(64, 100.0, Source::Measured);
+        let replay = entry(128, 50.0, Source::Replay);
         let mut model = entry(32, 1.0, Source::Model);
-        model.template_checksum = "bbbb".into();
+        model.template_checksum = crate::codegen::template_checksum().into();
         model.created_at = "2030-01-01T00:00:00Z".into();
         assert!(can_be_best(&model));
-        assert!(!better(&model, &measured));
+        assert!(better(&measured, &replay) && better(&replay, &model));
         assert!(better(&measured, &model));
-        let replay = entry(128, 50.0, Source::Replay);
-        assert!(better(&replay, &measured));
-        assert!(!better(&measured, &replay));
+        assert!(!better(&model, &measured) && !better(&model, &replay));
+        assert!(!better(&replay, &measured));
     }
 
     #[test]
-    fn newer_templates_win_regardless_of_speed() {
-        let old = entry(64, 10.0, Source::Measured);
+    fn current_templates_win_regardless_of_speed_and_date() {
+        let current = crate::codegen::template_checksum();
+        let mut old = entry(64, 10.0, Source::Measured);
+        old.created_at = "2030-01-01T00:00:00Z".into();
         let mut new = entry(32, 90.0, Source::Measured);
-        new.template_checksum = "bbbb".into();
-        new.created_at = "2025-01-02T04:00:00+01:00".into(); // 03:00Z: older than `old`
-        assert!(!better(&new, &old));
-        assert!(better(&old, &new));
-        new.created_at = "2025-01-02T03:04:06Z".into();
+        new.template_checksum = current.into();
         assert!(better(&new, &old));
         assert!(!better(&old, &new));
+        // ... but never across sources: a stale timing still beats a current prediction.
+        let mut model = entry(16, 1.0, Source::Model);
+        model.template_checksum = current.into();
+        assert!(better(&old, &model));
+        // Between two other templates, the faster wins.
+        let mut other = entry(128, 9.0, Source::Measured);
+        other.template_checksum = "cccc".into();
+        assert!(better(&other, &old) && !better(&old, &other));
+    }
+
+    #[test]
+    fn the_order_is_total_so_arrival_order_never_matters() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let sources = [Source::Measured, Source::Replay, Source::Model];
+        let checksums = ["aaaa", "bbbb", crate::codegen::template_checksum()];
+        let rows: Vec<Measurement> = (0..60)
+            .map(|i| {
+                let mut m = entry(
+                    32 + (i % 7) as u32,
+                    rng.gen_range(1..5) as f64,
+                    sources[rng.gen_range(0..3)],
+                );
+                m.template_checksum = checksums[rng.gen_range(0..3)].into();
+                m.verified = m.source != Source::Model && rng.gen_bool(0.9);
+                m
+            })
+            .collect();
+        let expected = best_per_problem(rows.clone());
+        for seed in 0..20u64 {
+            let mut shuffled = rows.clone();
+            let mut r = SmallRng::seed_from_u64(seed);
+            for i in (1..shuffled.len()).rev() {
+                shuffled.swap(i, r.gen_range(0..=i));
+            }
+            assert_eq!(best_per_problem(shuffled), expected);
+            let ids: Vec<(i64, Measurement)> = rows
+                .iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, m)| (i as i64, m))
+                .collect();
+            let picked = pick_best(ids).map(|id| &rows[id as usize]);
+            assert_eq!(picked, expected.values().next());
+        }
     }
 
     #[test]

@@ -36,6 +36,13 @@ pub enum DbError {
     ReadOnly { path: PathBuf },
     #[error("{} does not exist", path.display())]
     Missing { path: PathBuf },
+    #[error("{}: refusing to record {kernel} for {problem}: {detail}", path.display())]
+    Impossible {
+        path: PathBuf,
+        kernel: String,
+        problem: String,
+        detail: String,
+    },
 }
 
 /// SQLite primary result codes this layer tells apart (the low byte of an extended code).

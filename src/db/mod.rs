@@ -3,9 +3,9 @@
 //!
 //! The API is synchronous: a [`Database`] owns a single-threaded tokio runtime and one sqlx
 //! connection and blocks on each call, so the tuner and the runtime lookup need no async code. Before
-//! anything is written to an existing file it is checked to be an nmtune database (SQLite
-//! header, `PRAGMA application_id`, the `meta` table, the schema version); anything else is
-//! refused and left untouched. Writes run in `BEGIN IMMEDIATE` transactions under WAL with a
+//! anything is written to an existing file, and before anything is read from one, it is checked
+//! to be an intact nmtune database (SQLite header, `PRAGMA application_id`, the `meta` table,
+//! the schema version, `PRAGMA integrity_check`); anything else is refused and left untouched. Writes run in `BEGIN IMMEDIATE` transactions under WAL with a
 //! 10 s busy timeout, so several processes may record into one file.
 
 mod best;
@@ -14,10 +14,10 @@ mod identity;
 mod store;
 mod types;
 
-pub use best::{better, can_be_best};
+pub use best::{best_per_problem, better, can_be_best, compare, trust};
 pub use error::DbError;
 pub use identity::{APPLICATION_ID, APPLICATION_NAME, SCHEMA_VERSION};
-pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status};
+pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status, MAX_TIME_US};
 
 use crate::gpu::GpuProfile;
 use crate::problem::Problem;
@@ -234,20 +234,12 @@ impl Database {
         self.run(store::gpu_names(conn, &self.path))
     }
 
-    /// Run SQLite's `PRAGMA quick_check` over the whole file (slow on large files).
+    /// Run SQLite's `PRAGMA integrity_check` over the whole file again (every open runs it
+    /// once).
     pub fn check_integrity(&self) -> Result<(), DbError> {
         let mut guard = self.lock();
         let conn = self.connection(&mut guard)?;
-        self.run(async {
-            let verdict: String = sqlx::query_scalar("PRAGMA quick_check")
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(|err| from_sqlx(&self.path, err))?;
-            match verdict.as_str() {
-                "ok" => Ok(()),
-                _ => Err(error::corrupt(&self.path, verdict)),
-            }
-        })
+        self.run(check_integrity(conn, &self.path))
     }
 
     /// The connection's lock. A panic in another thread while holding it cannot leave a
@@ -406,13 +398,19 @@ async fn open_read_write(path: &Path) -> Result<SqliteConnection, DbError> {
     Ok(conn)
 }
 
-/// Identify an existing SQLite file through a throwaway connection that writes nothing: a
-/// read-only one, or, where a killed writer left a hot journal, one that may write so that
-/// SQLite can roll the interrupted transaction back (a read-only one would be refused).
+/// Identify an existing SQLite file, and check that it is intact, through a throwaway
+/// connection that only reads (where a killed writer left a hot journal, SQLite rolls the
+/// interrupted transaction back first). It may write, so that as the last connection to close
+/// it removes the -wal and -shm files it made: a refused file is left as it was found.
 async fn check_existing_for_writing(path: &Path) -> Result<(), DbError> {
-    let probe = base_options(path).read_only(!has_hot_journal(path));
+    let probe = base_options(path);
     let mut conn = connect(path, probe).await?;
-    let contents = identify(&mut conn, path).await;
+    let contents = match identify(&mut conn, path).await {
+        Ok(Contents::Nmtune { schema_version }) => check_integrity(&mut conn, path)
+            .await
+            .map(|()| Contents::Nmtune { schema_version }),
+        other => other,
+    };
     let _ = conn.close().await;
     match contents? {
         Contents::Nmtune { schema_version } if schema_version > SCHEMA_VERSION => {
@@ -462,6 +460,18 @@ async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
         OnDisk::Empty => return Err(not_nmtune()),
         OnDisk::Sqlite => {}
     }
+    // Read through a connection that could write but never does (the handle refuses every
+    // write): as the last connection to close, it removes the -wal and -shm files SQLite
+    // creates beside a WAL database for its readers, which a read-only connection cannot, so
+    // reading a committed database leaves nothing beside it. Not with a hot journal beside the
+    // file (such a connection would roll the interrupted transaction back: a write), nor where
+    // the file or its folder cannot be written (then the read-only ways below).
+    if !has_hot_journal(path) {
+        match connect_readable(path, base_options(path)).await {
+            Err(DbError::ReadOnly { .. } | DbError::Io { .. }) => {}
+            other => return other,
+        }
+    }
     let options = base_options(path).read_only(true);
     match connect_readable(path, options.clone()).await {
         // SQLite reads a WAL-mode file through its -shm index, which it cannot create in a
@@ -490,7 +500,25 @@ async fn connect_readable(
     Ok(conn)
 }
 
-/// A read-only handle can neither create nor migrate: the schema must be exactly this build's.
+/// SQLite's `PRAGMA integrity_check`, stopped at the first fault: a damaged file (a page
+/// overwritten, an index that disagrees with its table) is an error before anything is read
+/// from it or written to it. A few milliseconds for a tuning database of a few megabytes.
+async fn check_integrity(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
+    let verdict: String = sqlx::query_scalar("PRAGMA integrity_check(1)")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|err| from_sqlx(path, err))?;
+    match verdict.as_str() {
+        "ok" => Ok(()),
+        _ => Err(error::corrupt(
+            path,
+            format!("SQLite's integrity check says: {verdict}"),
+        )),
+    }
+}
+
+/// A read-only handle can neither create nor migrate: the schema must be exactly this build's,
+/// and the file intact.
 async fn check_readable(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
     let (found, supported) = match identify(conn, path).await? {
         Contents::Blank => {
@@ -500,19 +528,18 @@ async fn check_readable(conn: &mut SqliteConnection, path: &Path) -> Result<(), 
         }
         Contents::Nmtune { schema_version } => (schema_version, SCHEMA_VERSION),
     };
-    let path = path.to_path_buf();
     match found.cmp(&supported) {
         std::cmp::Ordering::Greater => Err(DbError::NewerSchema {
-            path,
+            path: path.to_path_buf(),
             found,
             supported,
         }),
         std::cmp::Ordering::Less => Err(DbError::OlderSchema {
-            path,
+            path: path.to_path_buf(),
             found,
             supported,
         }),
-        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Equal => check_integrity(conn, path).await,
     }
 }
 

@@ -168,6 +168,14 @@ pub(crate) async fn record(
     path: &Path,
     m: &Measurement,
 ) -> Result<(), DbError> {
+    if let Some(detail) = m.impossible() {
+        return Err(DbError::Impossible {
+            path: path.to_path_buf(),
+            kernel: m.kernel_name(),
+            problem: m.problem.to_string(),
+            detail,
+        });
+    }
     let gpu_id = ensure_gpu(conn, path, &m.gpu).await?;
     let problem_id = ensure_problem(conn, path, &m.problem).await?;
     let id = upsert_measurement(conn, path, gpu_id, problem_id, m).await?;

@@ -28,14 +28,6 @@ impl Source {
             Source::Replay => "replay",
         }
     }
-
-    /// Trust in a time from this source: a prediction never displaces a real timing.
-    pub(crate) fn rank(&self) -> u8 {
-        match self {
-            Source::Measured | Source::Replay => 2,
-            Source::Model => 1,
-        }
-    }
 }
 
 /// A string that names no [`Source`] or [`Status`].
@@ -145,7 +137,7 @@ pub struct Measurement {
     pub min_us: Option<f64>,
     /// Timed launches behind the median.
     pub runs: u32,
-    /// Output matched the CPU reference.
+    /// Output matched cuBLAS SGEMM on the same inputs (`tuner::measure::MAX_RELATIVE_ERROR`).
     pub verified: bool,
     pub max_rel_error: Option<f64>,
     /// cuBLAS SGEMM on the same shape in the same process.
@@ -160,10 +152,49 @@ pub struct Measurement {
     pub created_at: String,
 }
 
+/// The longest time a row may hold, µs: one hour, the longest `--kernel-time-limit`. A
+/// kernel or cuBLAS time beyond it cannot have been measured.
+pub const MAX_TIME_US: f64 = 3.6e9;
+
 impl Measurement {
     /// The kernel's name, as stored in the database and printed in logs.
     pub fn kernel_name(&self) -> String {
         self.config.name()
+    }
+
+    /// Why this row's values cannot be true, if they cannot: a time that is not a positive
+    /// finite number of at most [`MAX_TIME_US`], a minimum above the median, a negative error.
+    /// Such a row is refused by the database and by a measurements file.
+    pub fn impossible(&self) -> Option<String> {
+        let times = [
+            ("median_us", self.median_us),
+            ("min_us", self.min_us),
+            ("cublas_us", self.cublas_us),
+        ];
+        for (field, value) in times {
+            match value {
+                Some(t) if !(t.is_finite() && t > 0.0 && t <= MAX_TIME_US) => {
+                    let t = if t.is_finite() && t.abs() >= 1e9 {
+                        format!("{t:e}")
+                    } else {
+                        t.to_string()
+                    };
+                    return Some(format!(
+                        "{field} {t} is not a time (above 0 and at most {MAX_TIME_US:e} µs)"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if let (Some(min), Some(median)) = (self.min_us, self.median_us) {
+            if min > median {
+                return Some(format!("min_us {min} is above median_us {median}"));
+            }
+        }
+        match self.max_rel_error {
+            Some(e) if e < 0.0 => Some(format!("max_rel_error {e} is negative")),
+            _ => None,
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! The N:M vector-wise sparse format (DESIGN.md "The operation").
+//! The N:M vector-wise sparse format (docs/design.md "The operation").
 //!
 //! A dense k×n weight B is cut into column groups of L consecutive columns; in every window
 //! of M consecutive rows of k, each group keeps the same N rows. The kept values form B'

@@ -2,8 +2,8 @@
 //! replaying that file into a scratch database must choose the same best entry (kernel name
 //! and median) for every problem.
 
-use super::{export, io_error, jsonl, replay, MeasurementLog, ReplayError};
-use crate::db::{Database, Measurement};
+use super::{io_error, jsonl, replay, MeasurementLog, ReplayError};
+use crate::db::{Database, Measurement, Source};
 use crate::problem::Problem;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,9 +77,22 @@ pub fn check(
     })
 }
 
-/// The file must hold exactly the database's rows (compared as normalised text).
+/// The file must hold exactly the database's rows (compared as normalised text). Model rows
+/// of the database that the file lacks are a polluted database, not a stale file: the error
+/// says to restore the database, never to export predictions into the file.
 fn check_export(db: &Database, log: &MeasurementLog) -> Result<(), ReplayError> {
-    let exported = export(db, None)?;
+    let rows = db.measurements(None)?;
+    let model_rows =
+        |rows: &[Measurement]| rows.iter().filter(|r| r.source == Source::Model).count();
+    let extra = model_rows(&rows).saturating_sub(model_rows(&log.rows));
+    if extra > 0 {
+        return Err(ReplayError::Predictions {
+            file: log.path.clone(),
+            db: db.path().to_path_buf(),
+            count: extra,
+        });
+    }
+    let exported = jsonl::to_text(&rows);
     let ours = jsonl::to_text(&log.rows);
     let stale = |detail: String| ReplayError::Stale {
         file: log.path.clone(),

@@ -158,7 +158,7 @@ impl Line {
         if self.gpu.trim().is_empty() {
             return Err("empty gpu name".into());
         }
-        Ok(Measurement {
+        let row = Measurement {
             gpu: self.gpu,
             problem,
             config,
@@ -176,7 +176,11 @@ impl Line {
             source: self.source,
             tool_version: self.tool_version,
             created_at: self.created_at,
-        })
+        };
+        match row.impossible() {
+            Some(why) => Err(why),
+            None => Ok(row),
+        }
     }
 
     fn problem(&self) -> Result<Problem, String> {
@@ -366,6 +370,22 @@ mod tests {
             (
                 &good.replace("\"status\":\"ok\"", "\"status\":\"fine\""),
                 "unknown variant",
+            ),
+            (
+                &good.replace("\"median_us\":1.0", "\"median_us\":-5"),
+                "median_us -5 is not a time",
+            ),
+            (
+                &good.replace("\"cublas_us\":0.30000000000000004", "\"cublas_us\":1e300"),
+                "cublas_us 1e300 is not a time",
+            ),
+            (
+                &good.replace("\"min_us\":0.97", "\"min_us\":\"nan\""),
+                "min_us NaN is not a time",
+            ),
+            (
+                &good.replace("\"min_us\":0.97", "\"min_us\":2.0"),
+                "min_us 2 is above median_us 1",
             ),
         ];
         for (bad, what) in cases {

@@ -39,12 +39,18 @@ pub enum ReplayError {
     },
     #[error(transparent)]
     Db(#[from] DbError),
-    #[error("{} is not the export of {}: {detail}; regenerate it with `nmtune export --db {} --out {}`",
+    #[error("{} is not the export of {}: {detail}; after a re-tune on a GPU, regenerate it with `nmtune export --db {} --out {}`",
         file.display(), db.display(), db.display(), file.display())]
     Stale {
         file: PathBuf,
         db: PathBuf,
         detail: String,
+    },
+    #[error("{} holds {count} model predictions (source = model) that {} lacks: a run without a GPU wrote into it; predictions never belong in a committed database, so restore it (`git checkout -- {}`) instead of exporting it", db.display(), file.display(), db.display())]
+    Predictions {
+        file: PathBuf,
+        db: PathBuf,
+        count: usize,
     },
     #[error("replaying {} does not reproduce {}: {differ} of {total} best entries differ (first: {first})",
         file.display(), db.display())]
@@ -98,16 +104,22 @@ impl MeasurementLog {
             .collect()
     }
 
+    /// An error naming the GPUs of the file when it has no row of `gpu` at all.
+    pub fn check_gpu(&self, gpu: &str) -> Result<(), ReplayError> {
+        if self.rows.iter().any(|r| r.gpu == gpu) {
+            return Ok(());
+        }
+        Err(ReplayError::NoSuchGpu {
+            path: self.path.clone(),
+            gpu: gpu.to_string(),
+            found: self.gpus().join(", "),
+        })
+    }
+
     /// One GPU's timed rows (sources measured and replay) by problem; an error when the file
     /// has no row of that GPU at all.
     fn timed_rows(&self, gpu: &str) -> Result<HashMap<Problem, Vec<&Measurement>>, ReplayError> {
-        if !self.rows.iter().any(|r| r.gpu == gpu) {
-            return Err(ReplayError::NoSuchGpu {
-                path: self.path.clone(),
-                gpu: gpu.to_string(),
-                found: self.gpus().join(", "),
-            });
-        }
+        self.check_gpu(gpu)?;
         let mut by_problem: HashMap<Problem, Vec<&Measurement>> = HashMap::new();
         for row in self.rows.iter().filter(|r| r.gpu == gpu) {
             if row.source != Source::Model {

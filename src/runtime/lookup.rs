@@ -13,14 +13,17 @@
 //!    ([`search::table_one_config`]), then the other classes, then the performance model's
 //!    best; only a problem the template family cannot run at all is an error.
 //!
-//! Which entry is best per problem: a more trusted source first (measured > replay > model),
-//! then the smaller median, then the smaller kernel name. Entries tuned with other kernel
-//! templates (their checksum is not [`template_checksum`]) describe code this build does not
-//! generate: they are ignored, with one warning, and never launched.
+//! Which entry is best per problem is the database's one rule ([`crate::db::better`]: a more
+//! trusted source first, measured > replay > model, then this build's templates, then the
+//! smaller median): [`Lookup::open`] reads the database's `best` table, which that rule keeps,
+//! so `nmtune report` and the runtime always name the same entry; [`Lookup::from_measurements`]
+//! applies the same rule in memory. A best entry tuned with other kernel templates (its
+//! checksum is not [`template_checksum`]) describes code this build does not generate: it is
+//! never launched (the problem falls through to rules 2 and 3), with one warning for the table.
 
 use super::RuntimeError;
 use crate::codegen::{template_checksum, validate, validate_for_problem, KernelConfig};
-use crate::db::{can_be_best, Database, DbError, Measurement, Source};
+use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
 use crate::gpu::GpuProfile;
 use crate::problem::{ALayout, NmPattern, Problem};
 use crate::tuner::search::{self, Strategy};
@@ -78,9 +81,9 @@ pub struct Choice {
 pub struct LookupStats {
     /// Problems with a usable entry.
     pub problems: usize,
-    /// Usable-looking measurements ignored because other templates produced them.
+    /// Problems whose best entry other templates produced: never launched.
     pub stale_ignored: usize,
-    /// Measurements dropped because their configuration fails validation on this GPU.
+    /// Problems whose best entry's configuration fails validation on this GPU.
     pub invalid_ignored: usize,
 }
 
@@ -155,17 +158,19 @@ impl Lookup {
             Some(stored) => stored,
             None => builtin_or_unknown(&name, path)?,
         };
-        let lookup = Self::load(profile, db.measurements(Some(&name))?, &path.display());
+        let lookup = Self::load(profile, db.best_entries(Some(&name))?, &path.display());
         Ok(lookup)
     }
 
-    /// A table built from measurements already in memory (tests, benches, other stores).
-    /// Measurements of other GPUs are skipped.
+    /// A table built from measurements already in memory (tests, benches, other stores), with
+    /// the database's rule picking each problem's best. Measurements of other GPUs are skipped.
     pub fn from_measurements(
         gpu: GpuProfile,
         measurements: impl IntoIterator<Item = Measurement>,
     ) -> Self {
-        Self::load(gpu, measurements, &"the given measurements")
+        let mine = measurements.into_iter().filter(|m| m.gpu == gpu.name);
+        let best = best_per_problem(mine).into_values();
+        Self::load(gpu, best, &"the given measurements")
     }
 
     /// No entries at all: every problem gets a default.
@@ -177,12 +182,13 @@ impl Lookup {
         }
     }
 
+    /// The table of `best`, one best entry per problem (as the `best` table holds them).
     fn load(
         gpu: GpuProfile,
-        measurements: impl IntoIterator<Item = Measurement>,
+        best: impl IntoIterator<Item = Measurement>,
         origin: &dyn std::fmt::Display,
     ) -> Self {
-        let (best, stats) = best_per_problem(&gpu, measurements);
+        let (best, stats) = launchable(&gpu, best);
         let mut table: HashMap<WeightKey, Vec<Entry>> = HashMap::new();
         for (problem, entry) in best {
             table
@@ -293,36 +299,16 @@ fn nearer_below(m: usize, below: usize, above: usize) -> bool {
     (m as u128) * (m as u128) < (below as u128) * (above as u128)
 }
 
-/// Trust of a source for launching: measured > replay > model.
-fn launch_rank(source: Source) -> u8 {
-    match source {
-        Source::Measured => 3,
-        Source::Replay => 2,
-        Source::Model => 1,
-    }
-}
-
-/// Whether `a` should replace `b` as a problem's entry.
-fn preferred(a: &Entry, b: &Entry) -> bool {
-    let (ra, rb) = (launch_rank(a.source), launch_rank(b.source));
-    if ra != rb {
-        return ra > rb;
-    }
-    match a.median_us.total_cmp(&b.median_us) {
-        std::cmp::Ordering::Equal => a.config.name() < b.config.name(),
-        order => order.is_lt(),
-    }
-}
-
-/// The best usable, current, valid entry per problem of `gpu`, and what was dropped.
-fn best_per_problem(
+/// The entries of `best` (one per problem) that this build may launch on `gpu`, and what was
+/// dropped: entries of other templates and entries whose configuration is not valid here.
+fn launchable(
     gpu: &GpuProfile,
-    measurements: impl IntoIterator<Item = Measurement>,
+    best: impl IntoIterator<Item = Measurement>,
 ) -> (HashMap<Problem, Entry>, LookupStats) {
     let mut stats = LookupStats::default();
-    let mut best: HashMap<Problem, Entry> = HashMap::new();
-    for m in measurements {
-        if m.gpu != gpu.name || !can_be_best(&m) {
+    let mut table: HashMap<Problem, Entry> = HashMap::new();
+    for m in best {
+        if m.gpu != gpu.name {
             continue;
         }
         if m.template_checksum != template_checksum() {
@@ -342,15 +328,10 @@ fn best_per_problem(
             median_us: m.median_us.unwrap_or(f64::INFINITY),
             cublas_us: m.cublas_us,
         };
-        match best.get(&m.problem) {
-            Some(incumbent) if !preferred(&entry, incumbent) => {}
-            _ => {
-                best.insert(m.problem, entry);
-            }
-        }
+        table.insert(m.problem, entry);
     }
-    stats.problems = best.len();
-    (best, stats)
+    stats.problems = table.len();
+    (table, stats)
 }
 
 /// The model's best valid configuration: the default of last resort.
@@ -493,16 +474,5 @@ mod tests {
         assert_eq!(choice.rule, Rule::NearestM { from_m: 4096 });
         assert_eq!(choice.config.split_k, 1);
         assert!(from_entries(&entries[..1], &problem(256, 256)).is_none());
-    }
-
-    #[test]
-    fn measured_beats_replay_beats_model_whatever_the_time() {
-        let measured = entry(256, 1, Source::Measured, 100.0);
-        let replay = entry(256, 1, Source::Replay, 50.0);
-        let model = entry(256, 1, Source::Model, 1.0);
-        assert!(preferred(&measured, &replay) && preferred(&replay, &model));
-        assert!(!preferred(&model, &measured) && !preferred(&replay, &measured));
-        let faster = entry(256, 2, Source::Measured, 90.0);
-        assert!(preferred(&faster, &measured) && !preferred(&measured, &faster));
     }
 }

@@ -10,7 +10,7 @@
 
 use super::search;
 use crate::codegen::{search_space, validate, KernelConfig};
-use crate::db::{can_be_best, Measurement, Source};
+use crate::db::{best_per_problem, can_be_best, Measurement, Source};
 use crate::gpu::GpuProfile;
 use crate::problem::{ALayout, NmPattern, Problem};
 use serde::Serialize;
@@ -144,26 +144,24 @@ pub fn evaluate(rows: &[Measurement], profile: &GpuProfile, opts: &EvalOptions) 
     summarise(problems, sets.len(), &profile.name, opts)
 }
 
-/// Every problem's measured configurations, at the problem's newest template checksum.
+/// Every problem's measured configurations: the timed rows (model rows are ignored) that share
+/// the template checksum and source of the problem's best entry by the database's rule
+/// ([`crate::db::better`]), so that the ground truth is the set the `best` table chose from.
 fn measured_sets(rows: &[Measurement]) -> BTreeMap<ProblemKey, BTreeMap<KernelConfig, Sample>> {
     let timed: Vec<&Measurement> = rows.iter().filter(|r| r.source != Source::Model).collect();
-    let mut newest: HashMap<Problem, &Measurement> = HashMap::new();
-    for row in &timed {
-        let slot = newest.entry(row.problem).or_insert(row);
-        if row.created_at > slot.created_at {
-            *slot = row;
-        }
-    }
+    let best = best_per_problem(timed.iter().map(|r| (*r).clone()));
     let mut sets: BTreeMap<ProblemKey, BTreeMap<KernelConfig, Sample>> = BTreeMap::new();
     for row in timed {
-        if row.template_checksum != newest[&row.problem].template_checksum {
-            continue;
+        let set = sets.entry(ProblemKey(row.problem)).or_default();
+        // A problem without any entry that can be best keeps every row: it is skipped later.
+        if let Some(best) = best.get(&(row.gpu.clone(), row.problem)) {
+            if (row.template_checksum.as_str(), row.source)
+                != (best.template_checksum.as_str(), best.source)
+            {
+                continue;
+            }
         }
-        let sample = sets
-            .entry(ProblemKey(row.problem))
-            .or_default()
-            .entry(row.config)
-            .or_default();
+        let sample = set.entry(row.config).or_default();
         sample.time_us += row.median_us.filter(|t| t.is_finite()).unwrap_or(0.0) * row.runs as f64;
         if can_be_best(row) {
             sample.best_us = min_opt(sample.best_us, row.median_us);

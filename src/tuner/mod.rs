@@ -11,11 +11,12 @@ pub mod kernels;
 pub mod measure;
 pub mod model;
 pub mod profile;
+pub mod progress;
 mod run;
 pub mod search;
 pub mod workload;
 
-pub use run::{tune_on_gpu, tune_with_model, TuneOptions, TuneSummary};
+pub use run::{check_supported, tune_on_gpu, tune_with_model, TuneOptions, TuneSummary};
 pub use search::Strategy;
 
 use thiserror::Error;
@@ -37,6 +38,8 @@ pub enum TuneError {
         found: String,
         full_name: String,
     },
+    #[error("no kernel configuration can run {count} of the problems asked for, such as {first}; nothing was tuned or stored: remove them from the shapes file")]
+    Unsupported { count: usize, first: String },
     #[error("{kernel} broke the GPU context on {problem} ({detail}): recorded as launch_failed; everything measured so far is stored, and a fresh process resumes the run")]
     ContextLost {
         kernel: String,

@@ -4,6 +4,7 @@
 use super::build::{build_all, BuildResult};
 use super::kernels::LoadedKernel;
 use super::measure::{Bench, Outcome, TimingPlan};
+use super::progress::Progress;
 use super::search::{candidates, model_choice, Strategy};
 use super::workload::DeviceWeight;
 use super::{model, TuneError};
@@ -11,7 +12,6 @@ use crate::codegen::{compile_key, render::template_checksum, search_space, Kerne
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuError, GpuProfile};
 use crate::problem::{ALayout, NmPattern, Problem};
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -74,21 +74,6 @@ impl RunContext<'_> {
     }
 }
 
-fn progress(total: usize, quiet: bool) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} problems, ETA {eta} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar
-}
-
 /// Problems not yet finished on this GPU with this template checksum.
 fn pending(
     db: &Database,
@@ -105,6 +90,29 @@ fn pending(
     Ok(left)
 }
 
+/// An error, before anything is tuned or stored, when no configuration of the template family
+/// can run some of `problems` on `profile` (an L that is not a multiple of 4, say): the
+/// runtime's last-resort default ([`crate::runtime::Lookup`]'s rule 3) exists exactly when the
+/// search space holds a configuration for the problem.
+pub fn check_supported(problems: &[Problem], profile: &GpuProfile) -> Result<(), TuneError> {
+    let defaults = crate::runtime::Lookup::defaults_only(profile.clone());
+    let mut seen = std::collections::HashSet::new();
+    let unsupported: Vec<String> = problems
+        .iter()
+        .filter(|p| seen.insert(**p))
+        .filter_map(|p| defaults.lookup(p).err().map(|e| e.to_string()))
+        .collect();
+    match unsupported.first() {
+        None => Ok(()),
+        Some(first) => Err(TuneError::Unsupported {
+            count: unsupported.len(),
+            first: first
+                .trim_start_matches("no kernel of the template family can run ")
+                .to_string(),
+        }),
+    }
+}
+
 /// Fill the database from the performance model alone: no GPU needed.
 pub fn tune_with_model(
     profile: &GpuProfile,
@@ -113,6 +121,7 @@ pub fn tune_with_model(
     quiet: bool,
 ) -> Result<TuneSummary, TuneError> {
     let started = Instant::now();
+    check_supported(problems, profile)?;
     db.upsert_gpu(profile)?;
     let ctx = RunContext {
         gpu_name: profile.name.clone(),
@@ -121,33 +130,38 @@ pub fn tune_with_model(
         db,
     };
     let todo = pending(db, &profile.name, problems, Source::Model)?;
-    let bar = progress(todo.len(), quiet);
     let spaces = search_spaces(&todo, profile);
-    let rows: Vec<(Problem, Vec<Measurement>)> = todo
-        .par_iter()
-        .map(|problem| {
-            let best = model_choice(
-                &spaces[&(problem.nm, problem.l, problem.a_layout)],
-                problem,
-                profile,
-            );
-            let row = best.map(|cfg| model_row(&ctx, problem, &cfg, profile));
-            (*problem, row.into_iter().collect())
-        })
-        .collect();
-    for (problem, rows) in &rows {
-        // One transaction per problem: a run killed at any point keeps every problem it
-        // finished, and no reader ever sees a problem marked done without its entry.
-        ctx.db.record_and_mark_done(
-            rows,
-            (&ctx.gpu_name, problem),
-            ctx.checksum,
-            Strategy::Model.as_str(),
-            Source::Model,
-        )?;
-        bar.inc(1);
+    // Predicted in parallel and stored a chunk at a time, so that the progress line's rate is
+    // that of both steps together.
+    let mut bar = Progress::new(todo.len(), "problems", quiet);
+    for chunk in todo.chunks(4 * rayon::current_num_threads()) {
+        bar.begin();
+        let rows: Vec<(Problem, Vec<Measurement>)> = chunk
+            .par_iter()
+            .map(|problem| {
+                let best = model_choice(
+                    &spaces[&(problem.nm, problem.l, problem.a_layout)],
+                    problem,
+                    profile,
+                );
+                let row = best.map(|cfg| model_row(&ctx, problem, &cfg, profile));
+                (*problem, row.into_iter().collect())
+            })
+            .collect();
+        for (problem, rows) in &rows {
+            // One transaction per problem: a run killed at any point keeps every problem it
+            // finished, and no reader ever sees a problem marked done without its entry.
+            ctx.db.record_and_mark_done(
+                rows,
+                (&ctx.gpu_name, problem),
+                ctx.checksum,
+                Strategy::Model.as_str(),
+                Source::Model,
+            )?;
+        }
+        bar.finish(chunk.len() as u64);
     }
-    bar.finish_and_clear();
+    bar.clear();
     Ok(TuneSummary {
         problems_total: problems.len(),
         problems_skipped: problems.len() - todo.len(),
@@ -200,6 +214,7 @@ pub fn tune_on_gpu(
 ) -> Result<TuneSummary, TuneError> {
     let started = Instant::now();
     let profile = gpu.profile().clone();
+    check_supported(problems, &profile)?;
     db.upsert_gpu(&profile)?;
     let ctx = RunContext {
         gpu_name: profile.name.clone(),
@@ -230,7 +245,8 @@ pub fn tune_on_gpu(
         problems_skipped: problems.len() - todo.len(),
         ..Default::default()
     };
-    let bar = progress(todo.len(), opts.quiet);
+    // The unit of work is a candidate: problems differ a hundredfold in their number.
+    let mut bar = Progress::new(all_configs.len(), "candidates", opts.quiet);
     let mut loaded: HashMap<KernelConfig, LoadedKernel> = HashMap::new();
     for group in group_by_weight(&plans) {
         let mut weight = DeviceWeight::random(&gpu, group[0].0, opts.seed)?;
@@ -245,7 +261,7 @@ pub fn tune_on_gpu(
                 &mut loaded,
                 opts,
                 &mut summary,
-                &bar,
+                &mut bar,
             );
             if let Err(err) = result {
                 if err.is_restartable() {
@@ -253,7 +269,7 @@ pub fn tune_on_gpu(
                     // context was seen to leave it broken on the H100's driver 580), and a
                     // kernel still running may make freeing anything on it wait forever:
                     // leave it all to the end of the process.
-                    bar.finish_and_clear();
+                    bar.clear();
                     std::mem::forget((loaded, weight, gpu));
                 }
                 return Err(err);
@@ -266,10 +282,9 @@ pub fn tune_on_gpu(
                 Source::Measured,
             )?;
             summary.problems_tuned += 1;
-            bar.inc(1);
         }
     }
-    bar.finish_and_clear();
+    bar.clear();
     summary.elapsed_s = started.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -304,11 +319,17 @@ fn tune_problem(
     loaded: &mut HashMap<KernelConfig, LoadedKernel>,
     opts: &TuneOptions,
     summary: &mut TuneSummary,
-    bar: &ProgressBar,
+    bar: &mut Progress,
 ) -> Result<(), TuneError> {
     let already = ctx
         .db
         .measured_kernels(&ctx.gpu_name, problem, ctx.checksum, ctx.source)?;
+    let skipped = configs
+        .iter()
+        .filter(|c| already.contains(&c.name()))
+        .count();
+    bar.skip(skipped as u64);
+    bar.begin();
     let max_split = configs
         .iter()
         .map(|c| c.split_k as usize)
@@ -393,6 +414,7 @@ fn tune_problem(
             summary.candidates_failed += 1;
         }
         ctx.db.record(&row)?;
+        bar.finish(1);
     }
     Ok(())
 }

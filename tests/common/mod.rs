@@ -67,8 +67,53 @@ pub fn measured_row(p: &Problem, config: KernelConfig, median_us: f64) -> Measur
 }
 
 /// The binary under test as an assert_cmd command.
+/// The binary under test ([`nmtune_bin`]) as an assert_cmd command.
 pub fn nmtune() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("nmtune").unwrap()
+    assert_cmd::Command::new(nmtune_bin())
+}
+
+/// The standard output of `command`, which must succeed, parsed as JSON.
+pub fn json_output<T: serde::de::DeserializeOwned>(command: &mut assert_cmd::Command) -> T {
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `nmtune report --format json --db <db>`, which must succeed, parsed.
+pub fn report_json(db: &Path) -> Vec<serde_json::Value> {
+    json_output(
+        nmtune()
+            .args(["report", "--format", "json", "--db"])
+            .arg(db),
+    )
+}
+
+/// A successful, verified (unless a prediction) row of `config` for `p` on the H200, produced
+/// with this build's templates; cuBLAS took twice the median.
+pub fn timed_row(p: Problem, config: KernelConfig, source: Source, median_us: f64) -> Measurement {
+    Measurement {
+        gpu: "h200".into(),
+        problem: p,
+        config,
+        status: Status::Ok,
+        error: None,
+        median_us: Some(median_us),
+        min_us: Some(median_us),
+        runs: 10,
+        verified: source != Source::Model,
+        max_rel_error: Some(1e-6),
+        cublas_us: Some(2.0 * median_us),
+        registers: Some(128),
+        spill_bytes: Some(0),
+        template_checksum: nmtune::codegen::template_checksum().to_string(),
+        source,
+        tool_version: nmtune::TOOL_VERSION.into(),
+        created_at: nmtune::db::now_rfc3339(),
+    }
 }
 
 /// stderr is one line starting with "nmtune: error:" and naming `what`, with no panic.
