@@ -520,14 +520,17 @@ fn every_command(db: &Path, file: &Path) -> Vec<Vec<std::ffi::OsString>> {
 fn a_damaged_database_is_refused_by_every_command_and_left_alone() {
     let scratch = tempfile::tempdir().unwrap();
     let (dir, db, file) = committed_copy(scratch.path());
-    // Eight bytes flipped at 1.5 MB: a row goes missing from an index (SQLite's quick_check
-    // does not see that, its integrity check does).
-    let mut bytes = std::fs::read(&db).unwrap();
-    bytes[1_500_000..1_500_008]
-        .iter_mut()
-        .for_each(|b| *b ^= 0xff);
-    std::fs::write(&db, &bytes).unwrap();
-    assert_ne!(common::integrity_check(&db), "ok");
+    // Eight bytes flipped from 1.5 MB on, a page at a time until SQLite's integrity check
+    // sees the damage (a free page or slack space would not be damage): typically a row
+    // missing from an index, which quick_check does not see.
+    let pristine = std::fs::read(&db).unwrap();
+    let damaged = (1_500_000..pristine.len() - 8).step_by(4096).find(|&at| {
+        let mut bytes = pristine.clone();
+        bytes[at..at + 8].iter_mut().for_each(|b| *b ^= 0xff);
+        std::fs::write(&db, &bytes).unwrap();
+        common::integrity_check(&db) != "ok"
+    });
+    assert!(damaged.is_some(), "no damage found from 1.5 MB on");
     // That check's read-only connection leaves SQLite's side files: not part of the case.
     std::fs::remove_file(db.with_extension("sqlite-shm")).ok();
     std::fs::remove_file(db.with_extension("sqlite-wal")).ok();

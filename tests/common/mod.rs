@@ -217,14 +217,18 @@ fn on_connection<T>(
 pub fn integrity_check(path: &Path) -> String {
     with_connection(path, false, |conn| {
         Box::pin(async move {
-            let rows = sqlx::query("PRAGMA integrity_check")
+            // A file damaged badly enough fails the pragma itself: that is its verdict.
+            match sqlx::query("PRAGMA integrity_check")
                 .fetch_all(&mut *conn)
                 .await
-                .unwrap();
-            rows.iter()
-                .map(|r| r.get::<String, _>(0))
-                .collect::<Vec<_>>()
-                .join("; ")
+            {
+                Ok(rows) => rows
+                    .iter()
+                    .map(|r| r.get::<String, _>(0))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                Err(e) => e.to_string(),
+            }
         })
     })
 }
