@@ -6,12 +6,18 @@
 //! database ([`db`]) → lookup and launch ([`runtime`]).
 //!
 //! The N:M vector-wise sparse format lives in [`format`], the CPU reference in [`reference`];
-//! every other layer shares them.
+//! every other layer shares them. The tuner and the runtime both stand on the kernel library
+//! ([`kernels`]: Table I and the default configuration, a loaded kernel and its launch) and
+//! the performance model ([`model`]); neither uses the other. `tests/layers.rs` keeps every
+//! module's imports pointing down.
 
 pub mod codegen;
 pub mod db;
 pub mod format;
 pub mod gpu;
+pub mod gpu_profile;
+pub mod kernels;
+pub mod model;
 pub mod plot;
 pub mod problem;
 pub mod reference;

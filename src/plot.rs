@@ -13,9 +13,9 @@
 
 use crate::codegen::KernelConfig;
 use crate::db::{Measurement, Source};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
+use crate::model;
 use crate::problem::{NmPattern, Problem};
-use crate::tuner::model;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};

@@ -653,7 +653,7 @@ fn no_measured_point_sits_above_its_roof() {
             let profile = db.gpu_profile(&gpu).unwrap().unwrap();
             let peak = profile.peak_fp32_flops() / 1e12;
             let dram = profile.dram_bytes_per_s() / 1e12;
-            let l2 = dram * nmtune::tuner::model::L2_BANDWIDTH_FACTOR;
+            let l2 = dram * nmtune::model::L2_BANDWIDTH_FACTOR;
             let best = db.best_entries(Some(&gpu)).unwrap();
             for p in nmtune::plot::roofline_points(&best, &profile) {
                 let roofs = [

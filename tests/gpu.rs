@@ -7,10 +7,10 @@
 use nmtune::codegen::{compile_key, validate, ACopy, KernelConfig, WarpLayout};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
+use nmtune::kernels::{LaunchBuffers, LoadedKernel};
 use nmtune::problem::{ALayout, NmPattern};
 use nmtune::reference;
 use nmtune::tuner::build::build_all;
-use nmtune::tuner::kernels::{LaunchBuffers, LoadedKernel};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

@@ -8,6 +8,7 @@ use nmtune::codegen::{template_checksum, validate, ACopy, KernelConfig, WarpLayo
 use nmtune::db::{Database, Measurement, Source};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::GpuProfile;
+use nmtune::kernels::table_one;
 use nmtune::problem::{ALayout, NmPattern, Problem, ProblemError};
 use nmtune::runtime::{Lookup, PreparedWeight, Rule, RuntimeError};
 use nmtune::tuner::search;
@@ -215,11 +216,8 @@ fn unknown_weights_get_the_table_one_default_per_size_class() {
         assert_eq!(choice.rule, Rule::Default);
         assert_eq!((choice.source, choice.median_us), (None, None));
         assert_eq!((choice.config.m_s, choice.config.n_s), tile, "{p}");
-        let class = search::table_one_class(&p);
-        assert_eq!(
-            Some(choice.config),
-            search::table_one_config(class, &p, &h200())
-        );
+        let class = table_one::class_of(&p);
+        assert_eq!(Some(choice.config), table_one::config(class, &p, &h200()));
     }
     // Another sparsity of a tuned (n, k) is another weight: default too.
     let other = problem(256, 4096, 4096, nm(4, 32));
@@ -499,10 +497,10 @@ fn lookups_never_cross_layouts() {
     let default = lookup.lookup(&col(p)).unwrap();
     assert_eq!(default.rule, Rule::Default);
     assert_eq!(default.config.a_copy, ACopy::Col16);
-    let class = search::table_one_class(&p);
+    let class = table_one::class_of(&p);
     assert_eq!(
         Some(default.config),
-        search::table_one_config(class, &col(p), &h200())
+        table_one::config(class, &col(p), &h200())
     );
     assert_eq!(lookup.lookup(&p).unwrap().rule, Rule::Exact);
 }

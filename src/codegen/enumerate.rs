@@ -8,7 +8,7 @@
 use super::render::compile_key;
 use super::validate::{validate, MIN_BLOCKS, SPLIT_K_VALUES, STAGES};
 use super::{ACopy, KernelConfig, WarpLayout};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
 use crate::problem::{ALayout, NmPattern};
 use std::collections::BTreeSet;
 

@@ -9,7 +9,7 @@
 //! other dimension, and a last, partial pass is predicated at compile time.
 
 use super::{ACopy, CodegenError, KernelConfig};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
 use crate::problem::{NmPattern, Problem};
 
 /// Largest m_s, n_s and k_s the template is tuned for.

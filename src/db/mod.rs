@@ -19,7 +19,7 @@ pub use error::DbError;
 pub use identity::{APPLICATION_ID, APPLICATION_NAME, SCHEMA_VERSION};
 pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status, MAX_TIME_US};
 
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 use error::{from_migrate, from_sqlx, io_error, is_busy};
 use identity::{has_hot_journal, identify, inspect_on_disk, wal_path, Contents, OnDisk};

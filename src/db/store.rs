@@ -5,7 +5,7 @@ use super::best::{better, can_be_best, pick_best};
 use super::error::{corrupt, from_sqlx, DbError};
 use super::types::{Measurement, Source, Status};
 use crate::codegen::KernelConfig;
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
 use crate::problem::{ALayout, NmPattern, Problem};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Row, Sqlite, SqliteConnection};

@@ -1,9 +1,8 @@
-//! What the rest of nmtune needs to know about a GPU: its resource limits and roofline
-//! ceilings ([`GpuProfile`]), from a built-in table for named GPUs or read off the device.
+//! The GPU itself: a device context, its stream, allocations, cuBLAS and the driver's
+//! errors. What nmtune knows about a GPU model without one (limits and roofline ceilings)
+//! is [`crate::gpu_profile`], re-exported here.
 
-mod profile;
-
-pub use profile::{GpuProfile, BUILTIN_PROFILES};
+pub use crate::gpu_profile::{GpuProfile, BUILTIN_PROFILES};
 
 pub mod device;
 pub use device::{Gpu, GpuError};

@@ -11,7 +11,7 @@ pub mod check;
 pub mod jsonl;
 
 use crate::db::{Database, DbError, Measurement, Source};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

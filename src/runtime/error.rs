@@ -4,8 +4,8 @@ use crate::codegen::CodegenError;
 use crate::db::DbError;
 use crate::format::FormatError;
 use crate::gpu::GpuError;
+use crate::kernels::OperandError;
 use crate::problem::{ALayout, ProblemError};
-use crate::tuner::workload::WorkloadError;
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -52,11 +52,11 @@ pub enum RuntimeError {
     },
 }
 
-impl From<WorkloadError> for RuntimeError {
-    fn from(err: WorkloadError) -> Self {
+impl From<OperandError> for RuntimeError {
+    fn from(err: OperandError) -> Self {
         match err {
-            WorkloadError::Gpu(e) => Self::Gpu(e),
-            WorkloadError::Format(e) => Self::Format(e),
+            OperandError::Gpu(e) => Self::Gpu(e),
+            OperandError::Format(e) => Self::Format(e),
         }
     }
 }

@@ -4,9 +4,9 @@
 use super::{Choice, Lookup, PreparedWeight, RuntimeError};
 use crate::codegen::{self, nvrtc, KernelConfig};
 use crate::gpu::device::{driver_err, profile_name_for};
+use crate::kernels::{upload_compressed, DeviceColInfos};
+use crate::kernels::{LaunchBuffers, LoadedKernel};
 use crate::problem::{ALayout, Problem};
-use crate::tuner::kernels::{LaunchBuffers, LoadedKernel};
-use crate::tuner::workload::{upload_compressed, DeviceColInfos};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -10,7 +10,7 @@
 //!    (ratio, not difference: 300 is nearer 256 than 512) and whose kernel is valid for the
 //!    requested m ([`validate_for_problem`]); ties go to the larger m.
 //! 3. **Default**: the paper's Table I configuration for the problem's size class
-//!    ([`search::table_one_config`]), then the other classes, then the performance model's
+//!    ([`crate::kernels::table_one::default_config`]), then the other classes, then the performance model's
 //!    best; only a problem the template family cannot run at all is an error.
 //!
 //! Which entry is best per problem is the database's one rule ([`crate::db::better`]: a more
@@ -24,9 +24,9 @@
 use super::RuntimeError;
 use crate::codegen::{template_checksum, validate, validate_for_problem, KernelConfig};
 use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
+use crate::kernels::table_one;
 use crate::problem::{ALayout, NmPattern, Problem};
-use crate::tuner::search::{self, Strategy};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -256,13 +256,8 @@ impl Lookup {
 
     /// Rule 3: Table I for the size class, the other classes, then the model's best.
     fn default_choice(&self, problem: &Problem) -> Result<Choice, RuntimeError> {
-        let first = search::table_one_class(problem);
-        let classes = std::iter::once(first).chain((0..3).filter(|&c| c != first));
-        let config = classes
-            .filter_map(|class| search::table_one_config(class, problem, &self.gpu))
-            .next()
-            .or_else(|| model_default(problem, &self.gpu))
-            .ok_or_else(|| unsupported(problem))?;
+        let config =
+            table_one::default_config(problem, &self.gpu).ok_or_else(|| unsupported(problem))?;
         Ok(Choice {
             config,
             rule: Rule::Default,
@@ -334,46 +329,10 @@ fn launchable(
     (table, stats)
 }
 
-/// The model's best valid configuration: the default of last resort.
-fn model_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
-    search::candidates(problem, gpu, Strategy::Model)
-        .into_iter()
-        .next()
-}
-
 fn unsupported(problem: &Problem) -> RuntimeError {
     RuntimeError::Unsupported {
         problem: problem.to_string(),
-        reason: table_one_rejection(problem),
-    }
-}
-
-/// Why the large Table I tile with k_s = M is rejected for `problem`.
-fn table_one_rejection(problem: &Problem) -> String {
-    let probe = KernelConfig {
-        a_copy: match problem.a_layout {
-            crate::problem::ALayout::ColMajor => crate::codegen::ACopy::Col16,
-            crate::problem::ALayout::RowMajor => crate::codegen::ACopy::Row4,
-        },
-        m_s: 64,
-        n_s: 128,
-        k_s: problem.nm.m.max(32),
-        m_t: 8,
-        n_t: 8,
-        warp: crate::codegen::WarpLayout::new(8, 4),
-        nm: problem.nm,
-        l: problem.l as u32,
-        packing: false,
-        stages: 2,
-        min_blocks: 1,
-        split_k: 1,
-    };
-    match crate::codegen::validate::validate_structure(&probe)
-        .and_then(|_| validate_for_problem(&probe, problem))
-    {
-        Err(crate::codegen::CodegenError::Rejected { reason, .. }) => reason,
-        Err(other) => other.to_string(),
-        Ok(()) => "no configuration of the search space is valid for it".to_string(),
+        reason: table_one::why_unsupported(problem),
     }
 }
 

@@ -5,7 +5,7 @@
 //! arrays that are uploaded for it: B', and D as raw window positions (non-packing) or as
 //! col_info slots with the column lists and counts (packing). The device side
 //! ([`super::SparseLinear`]) builds them with the same functions
-//! ([`crate::tuner::workload::upload_compressed`], [`DeviceColInfos`](crate::tuner::workload::DeviceColInfos)).
+//! ([`crate::kernels::upload_compressed`], [`DeviceColInfos`](crate::kernels::DeviceColInfos)).
 
 use super::RuntimeError;
 use crate::codegen::KernelConfig;

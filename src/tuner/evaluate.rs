@@ -11,7 +11,7 @@
 use super::search;
 use crate::codegen::{search_space, validate, KernelConfig};
 use crate::db::{best_per_problem, can_be_best, Measurement, Source};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
 use crate::problem::{ALayout, NmPattern, Problem};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -225,7 +225,7 @@ fn evaluate_problem(
     let (best, best_us) = fastest(samples.keys(), samples)?;
     let picks: Vec<KernelConfig> = match opts.strategy {
         search::Strategy::Model => {
-            let ranked = search::ranked(samples.keys().copied().collect(), problem, profile);
+            let ranked = crate::model::ranked(samples.keys().copied().collect(), problem, profile);
             search::model_picks(&ranked, opts.top_k, opts.neighbours)
         }
         other => search::candidates(problem, profile, other)

@@ -1,9 +1,10 @@
 //! The runner: verify and time candidate kernels for one problem against cuBLAS SGEMM on the
 //! same inputs, in the same process.
 
-use super::kernels::{LaunchBuffers, LoadedKernel};
-use super::workload::{Activations, DeviceWeight, WorkloadError};
+use super::workload::{Activations, DeviceWeight};
 use crate::gpu::{Gpu, GpuError};
+use crate::kernels::OperandError;
+use crate::kernels::{LaunchBuffers, LoadedKernel};
 use crate::problem::Problem;
 use std::time::Duration;
 
@@ -87,7 +88,7 @@ impl<'w> Bench<'w> {
         weight: &'w mut DeviceWeight,
         max_split_k: usize,
         seed: u32,
-    ) -> Result<Self, WorkloadError> {
+    ) -> Result<Self, OperandError> {
         let acts = Activations::random(gpu, &problem, max_split_k * problem.m * problem.n, seed)?;
         let mut bench = Self {
             problem,

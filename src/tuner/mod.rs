@@ -7,9 +7,7 @@
 
 pub mod build;
 pub mod evaluate;
-pub mod kernels;
 pub mod measure;
-pub mod model;
 pub mod profile;
 pub mod progress;
 mod run;
@@ -29,7 +27,7 @@ pub enum TuneError {
     #[error(transparent)]
     Db(#[from] crate::db::DbError),
     #[error(transparent)]
-    Workload(#[from] workload::WorkloadError),
+    Operands(#[from] crate::kernels::OperandError),
     #[error(transparent)]
     Codegen(#[from] crate::codegen::CodegenError),
     #[error("GPU mismatch: --gpu {asked} but the device is {found} ({full_name}); pass --gpu {found}, --gpu auto, or --force")]

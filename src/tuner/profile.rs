@@ -3,12 +3,12 @@
 //! Every kernel is verified against cuBLAS on the same inputs before its time counts.
 
 use super::build::{build_all, BuildResult};
-use super::kernels::LoadedKernel;
 use super::measure::{Bench, Outcome, Timing, TimingPlan};
 use super::workload::DeviceWeight;
 use super::TuneError;
 use crate::codegen::{compile_key, KernelConfig};
 use crate::gpu::Gpu;
+use crate::kernels::LoadedKernel;
 use crate::problem::Problem;
 use std::path::Path;
 

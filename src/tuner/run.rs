@@ -2,15 +2,16 @@
 //! soon as it is measured.
 
 use super::build::{build_all, BuildResult};
-use super::kernels::LoadedKernel;
 use super::measure::{Bench, Outcome, TimingPlan};
 use super::progress::Progress;
-use super::search::{candidates, model_choice, Strategy};
+use super::search::{candidates, Strategy};
 use super::workload::DeviceWeight;
-use super::{model, TuneError};
+use super::TuneError;
 use crate::codegen::{compile_key, render::template_checksum, search_space, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuError, GpuProfile};
+use crate::kernels::{table_one, LoadedKernel};
+use crate::model;
 use crate::problem::{ALayout, NmPattern, Problem};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -92,23 +93,20 @@ fn pending(
 
 /// An error, before anything is tuned or stored, when no configuration of the template family
 /// can run some of `problems` on `profile` (an L that is not a multiple of 4, say): the
-/// runtime's last-resort default ([`crate::runtime::Lookup`]'s rule 3) exists exactly when the
-/// search space holds a configuration for the problem.
+/// default configuration ([`table_one::default_config`], the runtime's rule 3) exists exactly
+/// when the search space holds a configuration for the problem.
 pub fn check_supported(problems: &[Problem], profile: &GpuProfile) -> Result<(), TuneError> {
-    let defaults = crate::runtime::Lookup::defaults_only(profile.clone());
     let mut seen = std::collections::HashSet::new();
-    let unsupported: Vec<String> = problems
+    let unsupported: Vec<&Problem> = problems
         .iter()
         .filter(|p| seen.insert(**p))
-        .filter_map(|p| defaults.lookup(p).err().map(|e| e.to_string()))
+        .filter(|p| table_one::default_config(p, profile).is_none())
         .collect();
     match unsupported.first() {
         None => Ok(()),
         Some(first) => Err(TuneError::Unsupported {
             count: unsupported.len(),
-            first: first
-                .trim_start_matches("no kernel of the template family can run ")
-                .to_string(),
+            first: format!("{first}: {}", table_one::why_unsupported(first)),
         }),
     }
 }
@@ -139,7 +137,7 @@ pub fn tune_with_model(
         let rows: Vec<(Problem, Vec<Measurement>)> = chunk
             .par_iter()
             .map(|problem| {
-                let best = model_choice(
+                let best = crate::model::best(
                     &spaces[&(problem.nm, problem.l, problem.a_layout)],
                     problem,
                     profile,

@@ -1,8 +1,9 @@
 //! Search strategies: which configurations to time for a problem.
 
-use super::model;
 use crate::codegen::{enumerate, validate, ACopy, KernelConfig, WarpLayout};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
+use crate::kernels::table_one::{self, PACKING_MIN_SPARSITY};
+use crate::model::ranked;
 use crate::problem::{ALayout, Problem};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
@@ -38,8 +39,6 @@ impl Strategy {
 const PRUNED_TOP: usize = 3;
 /// Candidates the model strategy keeps before adding neighbours.
 pub const MODEL_TOP: usize = 3;
-/// Sparsity above which packing is tried (paper §III-A: the bound shifts near 70 %).
-const PACKING_MIN_SPARSITY: f64 = 0.70;
 
 /// Configurations the sample strategy draws besides the pruned candidates.
 pub const SAMPLE_SIZE: usize = 256;
@@ -116,49 +115,6 @@ pub fn model_picks(ranked: &[KernelConfig], top: usize, neighbours: bool) -> Vec
     picked
 }
 
-/// The model's single choice among `space` for `problem`: the first of [`ranked`] over the
-/// configurations valid for the problem, found without sorting.
-pub fn model_choice(
-    space: &[KernelConfig],
-    problem: &Problem,
-    gpu: &GpuProfile,
-) -> Option<KernelConfig> {
-    let mut best: Option<(f64, KernelConfig)> = None;
-    for cfg in space {
-        if validate::validate_for_problem(cfg, problem).is_err() {
-            continue;
-        }
-        let time = model::predict(cfg, problem, gpu).time_s;
-        let wins = match &best {
-            None => true,
-            Some((t, b)) => match time.total_cmp(t) {
-                std::cmp::Ordering::Less => true,
-                std::cmp::Ordering::Equal => cfg.name() < b.name(),
-                std::cmp::Ordering::Greater => false,
-            },
-        };
-        if wins {
-            best = Some((time, *cfg));
-        }
-    }
-    best.map(|(_, cfg)| cfg)
-}
-
-/// Sort by predicted time, fastest first (name breaks ties so the order is reproducible).
-pub fn ranked(
-    mut configs: Vec<KernelConfig>,
-    problem: &Problem,
-    gpu: &GpuProfile,
-) -> Vec<KernelConfig> {
-    // Names are computed once: formatting them inside the comparison dominated the sort.
-    let mut keyed: Vec<(f64, String, KernelConfig)> = configs
-        .drain(..)
-        .map(|c| (model::predict(&c, problem, gpu).time_s, c.name(), c))
-        .collect();
-    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    keyed.into_iter().map(|(_, _, c)| c).collect()
-}
-
 /// The paper's pruning rules: packing only at high sparsity, split-K only when the grid
 /// cannot fill the GPU, thread tiles of at least 4×8.
 fn paper_rules(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
@@ -201,8 +157,8 @@ fn is_neighbour(a: &KernelConfig, b: &KernelConfig) -> bool {
 /// slower than the paper's fixed kernels.
 pub fn table_one_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let mut seeds = Vec::new();
-    for class in 0..TABLE_ONE.len() {
-        let Some(base) = table_one_config(class, problem, gpu) else {
+    for class in 0..table_one::CLASSES {
+        let Some(base) = table_one::config(class, problem, gpu) else {
             continue;
         };
         for split_k in [1, 2, 4] {
@@ -349,56 +305,6 @@ pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
         .collect()
 }
 
-/// Table I of the paper: (m_s, n_s, m_t, n_t) of the small, medium and large kernels, with
-/// the warp tiles (m_r, n_r) = (16, 32), (32, 32), (64, 32) as lane grids.
-const TABLE_ONE: [(u32, u32, u32, u32, WarpLayout); 3] = [
-    (32, 32, 4, 4, WarpLayout::new(4, 8)),
-    (32, 64, 8, 4, WarpLayout::new(4, 8)),
-    (64, 128, 8, 8, WarpLayout::new(8, 4)),
-];
-
-/// Small, medium or large by the paper's Table II examples (512², 1024–2048, ≥ 2048·4096).
-pub fn table_one_class(problem: &Problem) -> usize {
-    let work = problem.m as f64 * problem.n as f64;
-    if work <= 512.0 * 1024.0 {
-        0
-    } else if work <= 1024.0 * 2048.0 {
-        1
-    } else {
-        2
-    }
-}
-
-/// The Table I configuration of a size class for the problem's pattern and A layout (the
-/// 4-byte path for row-major A), or None when the pattern's window does not fit its k_s.
-pub fn table_one_config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
-    let (m_s, n_s, m_t, n_t, warp) = TABLE_ONE[class.min(TABLE_ONE.len() - 1)];
-    let packing = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
-    let paper_k_s = if packing { 64 } else { 32 };
-    let m_window = problem.nm.m;
-    let a_copy = match problem.a_layout {
-        ALayout::ColMajor => ACopy::Col16,
-        ALayout::RowMajor => ACopy::Row4,
-    };
-    let cfg = KernelConfig {
-        a_copy,
-        m_s,
-        n_s,
-        k_s: paper_k_s.max(m_window) / m_window * m_window,
-        m_t,
-        n_t,
-        warp,
-        nm: problem.nm,
-        l: problem.l as u32,
-        packing,
-        stages: 2,
-        min_blocks: 1,
-        split_k: 1,
-    };
-    (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
-        .then_some(cfg)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,7 +365,7 @@ mod tests {
                     .unwrap()
                     .with_layout(layout)
                     .unwrap();
-                let large = table_one_config(2, &problem, &gpu).unwrap();
+                let large = table_one::config(2, &problem, &gpu).unwrap();
                 assert_eq!(
                     (large.m_s, large.n_s, large.m_t, large.n_t),
                     (64, 128, 8, 8)

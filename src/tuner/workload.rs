@@ -1,17 +1,14 @@
 //! Random problem instances on the GPU: one weight per (n, k, N:M, L) shared by every m, and
 //! rotating activation sets so that small problems are not timed from L2.
 
-use crate::format::{self, ColInfo, CompressedWeight};
-use crate::gpu::device::upload_on;
-use crate::gpu::{Gpu, GpuError};
+use crate::format::CompressedWeight;
+use crate::gpu::Gpu;
+use crate::kernels::{upload_compressed, DeviceColInfo, DeviceColInfos, OperandError};
 use crate::problem::{NmPattern, Problem};
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaSlice;
 use rand::rngs::SmallRng;
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::sync::Arc;
 
 /// A random N:M weight, on the host (indices, for col_info) and on the device.
 pub struct DeviceWeight {
@@ -21,65 +18,6 @@ pub struct DeviceWeight {
     /// The decompressed k×n weight: cuBLAS's operand, and the verification reference.
     pub dense: CudaSlice<f32>,
     col_infos: DeviceColInfos,
-}
-
-/// col_info of one (k_s, n_s) tiling on the device.
-pub struct DeviceColInfo {
-    pub columns: CudaSlice<i32>,
-    pub counts: CudaSlice<i32>,
-    pub packed_indices: CudaSlice<i32>,
-}
-
-impl DeviceColInfo {
-    /// Copy a host [`ColInfo`] to the device.
-    pub fn upload(stream: &Arc<CudaStream>, info: &ColInfo) -> Result<Self, GpuError> {
-        Ok(Self {
-            columns: upload_on(stream, &info.columns)?,
-            counts: upload_on(stream, &info.counts)?,
-            packed_indices: upload_on(stream, &info.packed_indices)?,
-        })
-    }
-}
-
-/// The col_info tilings of one weight built so far, keyed by (k_s, n_s): each is built on
-/// the host and uploaded once, on first use (shared by the tuner and the runtime).
-#[derive(Default)]
-pub struct DeviceColInfos {
-    tilings: HashMap<(u32, u32), DeviceColInfo>,
-}
-
-impl DeviceColInfos {
-    /// Build and upload the (k_s, n_s) tiling of `host` unless it exists; return it.
-    pub fn prepare(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        host: &CompressedWeight,
-        (k_s, n_s): (u32, u32),
-    ) -> Result<&DeviceColInfo, WorkloadError> {
-        match self.tilings.entry((k_s, n_s)) {
-            Entry::Occupied(found) => Ok(found.into_mut()),
-            Entry::Vacant(slot) => {
-                let info = format::build_col_info(host, k_s as usize, n_s as usize)?;
-                Ok(slot.insert(DeviceColInfo::upload(stream, &info)?))
-            }
-        }
-    }
-
-    /// A tiling prepared earlier.
-    pub fn get(&self, k_s: u32, n_s: u32) -> Option<&DeviceColInfo> {
-        self.tilings.get(&(k_s, n_s))
-    }
-}
-
-/// B' and D of a weight on the device, D widened to i32 (the non-packing kernels' operand).
-pub fn upload_compressed(
-    stream: &Arc<CudaStream>,
-    host: &CompressedWeight,
-) -> Result<(CudaSlice<f32>, CudaSlice<i32>), GpuError> {
-    Ok((
-        upload_on(stream, &host.values)?,
-        upload_on(stream, &host.indices_i32())?,
-    ))
 }
 
 /// Random kept-row positions: N distinct sorted positions per window and column group.
@@ -101,7 +39,7 @@ pub fn random_indices(k: usize, n: usize, nm: NmPattern, l: usize, seed: u64) ->
 
 impl DeviceWeight {
     /// A random weight for `problem`'s (n, k, N:M, L); values uniform in [-1, 1).
-    pub fn random(gpu: &Gpu, problem: &Problem, seed: u64) -> Result<Self, WorkloadError> {
+    pub fn random(gpu: &Gpu, problem: &Problem, seed: u64) -> Result<Self, OperandError> {
         let (k, n, nm, l) = (problem.k, problem.n, problem.nm, problem.l);
         let indices = random_indices(k, n, nm, l, seed);
         let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
@@ -113,7 +51,7 @@ impl DeviceWeight {
     }
 
     /// Put an existing compressed weight on the device.
-    pub fn upload(gpu: &Gpu, host: CompressedWeight) -> Result<Self, WorkloadError> {
+    pub fn upload(gpu: &Gpu, host: CompressedWeight) -> Result<Self, OperandError> {
         let (values, indices) = upload_compressed(&gpu.stream, &host)?;
         let mut dense = gpu.alloc(host.k * host.n)?;
         gpu.decompress(
@@ -135,7 +73,7 @@ impl DeviceWeight {
     }
 
     /// Build col_info for a (k_s, n_s) tiling unless it exists.
-    pub fn prepare_col_info(&mut self, gpu: &Gpu, k_s: u32, n_s: u32) -> Result<(), WorkloadError> {
+    pub fn prepare_col_info(&mut self, gpu: &Gpu, k_s: u32, n_s: u32) -> Result<(), OperandError> {
         self.col_infos
             .prepare(&gpu.stream, &self.host, (k_s, n_s))
             .map(|_| ())
@@ -161,7 +99,7 @@ impl Activations {
         problem: &Problem,
         workspace_len: usize,
         seed: u32,
-    ) -> Result<Self, WorkloadError> {
+    ) -> Result<Self, OperandError> {
         let (a_len, c_len) = (problem.m * problem.k, problem.m * problem.n);
         let bytes_per_set = 4 * (a_len + c_len) as u64;
         let sets = rotation_sets(bytes_per_set, gpu.profile().l2_bytes);
@@ -189,15 +127,6 @@ impl Activations {
 /// Copies needed so that cycling through them touches at least 3× the L2 size (at most 16).
 pub fn rotation_sets(bytes_per_set: u64, l2_bytes: u64) -> usize {
     (3 * l2_bytes).div_ceil(bytes_per_set.max(1)).clamp(1, 16) as usize
-}
-
-/// Errors while building an instance.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkloadError {
-    #[error(transparent)]
-    Gpu(#[from] GpuError),
-    #[error(transparent)]
-    Format(#[from] format::FormatError),
 }
 
 #[cfg(test)]

@@ -1,3 +1,7 @@
+//! What nmtune needs to know about a GPU model: its resource limits and roofline ceilings
+//! ([`GpuProfile`]), from a built-in table for named GPUs or read off the device. It sits below
+//! code generation (which validates against the limits) and needs no GPU.
+
 use serde::{Deserialize, Serialize};
 
 /// Resource limits and roofline ceilings of one GPU model.

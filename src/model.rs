@@ -3,9 +3,9 @@
 //! predicted time for any (configuration, problem, GPU). It prunes the search before anything
 //! is timed, and is the whole answer when no GPU is present.
 
-use crate::codegen::validate::{estimated_registers, index_groups, register_cap, CopyMaps};
+use crate::codegen::validate::{self, estimated_registers, index_groups, register_cap, CopyMaps};
 use crate::codegen::{ACopy, KernelConfig};
-use crate::gpu::GpuProfile;
+use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 
 /// L2→SM bandwidth as a multiple of DRAM bandwidth (Ampere/Hopper parts measure 2.5–3×).
@@ -220,6 +220,45 @@ pub fn predict_with_registers(
 /// 4-norm) instead of max(), so that a kernel just under one bound still pays for the other.
 fn overlap(compute_s: f64, memory_s: f64) -> f64 {
     (compute_s.powi(4) + memory_s.powi(4)).powf(0.25)
+}
+
+/// The model's single choice among `space` for `problem`: the first of [`ranked`] over the
+/// configurations valid for the problem, found without sorting.
+pub fn best(space: &[KernelConfig], problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    let mut best: Option<(f64, KernelConfig)> = None;
+    for cfg in space {
+        if validate::validate_for_problem(cfg, problem).is_err() {
+            continue;
+        }
+        let time = predict(cfg, problem, gpu).time_s;
+        let wins = match &best {
+            None => true,
+            Some((t, b)) => match time.total_cmp(t) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => cfg.name() < b.name(),
+                std::cmp::Ordering::Greater => false,
+            },
+        };
+        if wins {
+            best = Some((time, *cfg));
+        }
+    }
+    best.map(|(_, cfg)| cfg)
+}
+
+/// Sort by predicted time, fastest first (name breaks ties so the order is reproducible).
+pub fn ranked(
+    mut configs: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    // Names are computed once: formatting them inside the comparison dominated the sort.
+    let mut keyed: Vec<(f64, String, KernelConfig)> = configs
+        .drain(..)
+        .map(|c| (predict(&c, problem, gpu).time_s, c.name(), c))
+        .collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    keyed.into_iter().map(|(_, _, c)| c).collect()
 }
 
 #[cfg(test)]

@@ -1,0 +1,11 @@
+//! The kernel library, below both the tuner that measures it and the runtime that launches
+//! it (as CUTLASS's kernels sit below its profiler): the paper's fixed configurations and the
+//! default a problem gets ([`table_one`]), a compiled kernel loaded on a GPU with its one
+//! launch path ([`loaded`]), and a compressed weight's operands on the device ([`operands`]).
+
+pub mod loaded;
+pub mod operands;
+pub mod table_one;
+
+pub use loaded::{LaunchBuffers, LoadedKernel};
+pub use operands::{upload_compressed, DeviceColInfo, DeviceColInfos, OperandError};

@@ -1,0 +1,113 @@
+//! The NM-SpMM paper's fixed kernels (its Table I) as configurations of the template, and the
+//! configuration a problem gets when nothing was measured for it: Table I for its size class,
+//! then the other classes, then the performance model's best. The tuner times the same
+//! configurations as seeds; the runtime launches them as defaults.
+
+use crate::codegen::{enumerate, validate, ACopy, KernelConfig, WarpLayout};
+use crate::gpu_profile::GpuProfile;
+use crate::model;
+use crate::problem::{ALayout, Problem};
+
+/// Sparsity above which packing pays (paper §III-A: the bound shifts near 70 %): the paper's
+/// kernels pack above it, and the pruned search tries packing only there.
+pub const PACKING_MIN_SPARSITY: f64 = 0.70;
+
+/// Size classes of Table I: small, medium, large.
+pub const CLASSES: usize = 3;
+
+/// Table I of the paper: (m_s, n_s, m_t, n_t) of the small, medium and large kernels, with
+/// the warp tiles (m_r, n_r) = (16, 32), (32, 32), (64, 32) as lane grids.
+const TABLE_ONE: [(u32, u32, u32, u32, WarpLayout); CLASSES] = [
+    (32, 32, 4, 4, WarpLayout::new(4, 8)),
+    (32, 64, 8, 4, WarpLayout::new(4, 8)),
+    (64, 128, 8, 8, WarpLayout::new(8, 4)),
+];
+
+/// Small, medium or large by the paper's Table II examples (512², 1024–2048, ≥ 2048·4096).
+pub fn class_of(problem: &Problem) -> usize {
+    let work = problem.m as f64 * problem.n as f64;
+    if work <= 512.0 * 1024.0 {
+        0
+    } else if work <= 1024.0 * 2048.0 {
+        1
+    } else {
+        2
+    }
+}
+
+/// The Table I configuration of a size class for the problem's pattern and A layout (the
+/// 4-byte path for row-major A), or None when the pattern's window does not fit its k_s.
+pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    let (m_s, n_s, m_t, n_t, warp) = TABLE_ONE[class.min(TABLE_ONE.len() - 1)];
+    let packing = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
+    let paper_k_s = if packing { 64 } else { 32 };
+    let m_window = problem.nm.m;
+    let a_copy = match problem.a_layout {
+        ALayout::ColMajor => ACopy::Col16,
+        ALayout::RowMajor => ACopy::Row4,
+    };
+    let cfg = KernelConfig {
+        a_copy,
+        m_s,
+        n_s,
+        k_s: paper_k_s.max(m_window) / m_window * m_window,
+        m_t,
+        n_t,
+        warp,
+        nm: problem.nm,
+        l: problem.l as u32,
+        packing,
+        stages: 2,
+        min_blocks: 1,
+        split_k: 1,
+    };
+    (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
+        .then_some(cfg)
+}
+
+/// The configuration `problem` gets without a measurement: Table I for its size class, the
+/// other classes, then the model's best valid configuration. None only when no configuration
+/// of the template family can run the problem (an L that is not a multiple of 4, say).
+pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    let first = class_of(problem);
+    std::iter::once(first)
+        .chain((0..CLASSES).filter(|&c| c != first))
+        .find_map(|class| config(class, problem, gpu))
+        .or_else(|| model_best(problem, gpu))
+}
+
+/// The model's best valid configuration for `problem` over the whole space.
+fn model_best(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    let space = enumerate::search_space(problem.nm, problem.l as u32, problem.a_layout, gpu);
+    model::best(&space, problem, gpu)
+}
+
+/// Why no configuration can run `problem`: what rejects the large Table I tile with k_s = M
+/// (the message of [`default_config`]'s None).
+pub fn why_unsupported(problem: &Problem) -> String {
+    let probe = KernelConfig {
+        a_copy: match problem.a_layout {
+            ALayout::ColMajor => ACopy::Col16,
+            ALayout::RowMajor => ACopy::Row4,
+        },
+        m_s: 64,
+        n_s: 128,
+        k_s: problem.nm.m.max(32),
+        m_t: 8,
+        n_t: 8,
+        warp: WarpLayout::new(8, 4),
+        nm: problem.nm,
+        l: problem.l as u32,
+        packing: false,
+        stages: 2,
+        min_blocks: 1,
+        split_k: 1,
+    };
+    match validate::validate_structure(&probe)
+        .and_then(|_| validate::validate_for_problem(&probe, problem))
+    {
+        Err(crate::codegen::CodegenError::Rejected { reason, .. }) => reason,
+        Err(other) => other.to_string(),
+        Ok(()) => "no configuration of the search space is valid for it".to_string(),
+    }
+}
