@@ -23,6 +23,15 @@ const TABLE_ONE: [(u32, u32, u32, u32, WarpLayout); CLASSES] = [
     (64, 128, 8, 8, WarpLayout::new(8, 4)),
 ];
 
+/// The copy path the paper's kernels use: 16-byte copies of column-major A (its layout), the
+/// 4-byte path for row-major A.
+fn paper_copy(layout: ALayout) -> ACopy {
+    match layout {
+        ALayout::ColMajor => ACopy::Col16,
+        ALayout::RowMajor => ACopy::Row4,
+    }
+}
+
 /// Small, medium or large by the paper's Table II examples (512², 1024–2048, ≥ 2048·4096).
 pub fn class_of(problem: &Problem) -> usize {
     let work = problem.m as f64 * problem.n as f64;
@@ -42,12 +51,8 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
     let packing = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
     let paper_k_s = if packing { 64 } else { 32 };
     let m_window = problem.nm.m;
-    let a_copy = match problem.a_layout {
-        ALayout::ColMajor => ACopy::Col16,
-        ALayout::RowMajor => ACopy::Row4,
-    };
     let cfg = KernelConfig {
-        a_copy,
+        a_copy: paper_copy(problem.a_layout),
         m_s,
         n_s,
         k_s: paper_k_s.max(m_window) / m_window * m_window,
@@ -85,17 +90,15 @@ fn model_best(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
 /// Why no configuration can run `problem`: what rejects the large Table I tile with k_s = M
 /// (the message of [`default_config`]'s None).
 pub fn why_unsupported(problem: &Problem) -> String {
+    let (m_s, n_s, m_t, n_t, warp) = TABLE_ONE[CLASSES - 1];
     let probe = KernelConfig {
-        a_copy: match problem.a_layout {
-            ALayout::ColMajor => ACopy::Col16,
-            ALayout::RowMajor => ACopy::Row4,
-        },
-        m_s: 64,
-        n_s: 128,
+        a_copy: paper_copy(problem.a_layout),
+        m_s,
+        n_s,
         k_s: problem.nm.m.max(32),
-        m_t: 8,
-        n_t: 8,
-        warp: WarpLayout::new(8, 4),
+        m_t,
+        n_t,
+        warp,
         nm: problem.nm,
         l: problem.l as u32,
         packing: false,
