@@ -1,20 +1,26 @@
 //! tuner: searches the configuration space and measures candidates on the GPU.
 //!
-//! Kept apart as in TVM MetaSchedule: [`search`] proposes candidates, the builder
-//! ([`build`]) compiles each distinct kernel once (in parallel, cached on disk), the runner
-//! ([`measure`]) verifies and times them beside cuBLAS, and [`crate::db`] stores every result
-//! as it arrives, so an interrupted run resumes where it stopped.
+//! Kept apart as in TVM MetaSchedule: [`search`] proposes candidates; one loop
+//! ([`tune_with_runner`]) skips what a killed run already stored, hands the rest to a
+//! [`runner::Runner`] and stores every result as it arrives, so an interrupted run resumes
+//! where it stopped. The GPU runner ([`gpu_runner`]) compiles each distinct kernel once with
+//! the builder ([`build`], in parallel, cached on disk) and verifies and times it beside
+//! cuBLAS ([`measure`]); the tests drive the same loop with a deterministic fake runner.
 
 pub mod build;
 pub mod evaluate;
+pub mod gpu_runner;
 pub mod measure;
 pub mod profile;
 pub mod progress;
 mod run;
+pub mod runner;
 pub mod search;
 pub mod workload;
 
-pub use run::{check_supported, tune_on_gpu, tune_with_model, TuneOptions, TuneSummary};
+pub use run::{
+    check_supported, tune_on_gpu, tune_with_model, tune_with_runner, TuneOptions, TuneSummary,
+};
 pub use search::Strategy;
 
 use thiserror::Error;

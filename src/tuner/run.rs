@@ -1,16 +1,16 @@
 //! The tuning loop: problems grouped by weight, candidates built once, each result stored as
 //! soon as it is measured.
 
-use super::build::{build_all, BuildResult};
-use super::measure::{Bench, Outcome, TimingPlan};
+use super::gpu_runner::GpuRunner;
+use super::measure::TimingPlan;
 use super::progress::Progress;
+use super::runner::{Runner, Session};
 use super::search::{candidates, Strategy};
-use super::workload::DeviceWeight;
 use super::TuneError;
-use crate::codegen::{compile_key, render::template_checksum, search_space, KernelConfig};
+use crate::codegen::{render::template_checksum, search_space, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
-use crate::gpu::{Gpu, GpuError, GpuProfile};
-use crate::kernels::{table_one, LoadedKernel};
+use crate::gpu::{Gpu, GpuProfile};
+use crate::kernels::table_one;
 use crate::model;
 use crate::problem::{ALayout, NmPattern, Problem};
 use rayon::prelude::*;
@@ -210,20 +210,35 @@ pub fn tune_on_gpu(
     db: &Database,
     opts: &TuneOptions,
 ) -> Result<TuneSummary, TuneError> {
-    let started = Instant::now();
     let profile = gpu.profile().clone();
-    check_supported(problems, &profile)?;
-    db.upsert_gpu(&profile)?;
+    let runner = GpuRunner::new(gpu, opts.plan, opts.cache_dir.clone(), opts.seed);
+    tune_with_runner(runner, &profile, problems, db, opts)
+}
+
+/// The tuning loop, for any [`Runner`]: the problems not done yet on `profile`'s GPU with this
+/// build's templates, grouped by weight (smallest m first); per problem the strategy's
+/// candidates, minus those a killed run already stored, in the runner's order; every result
+/// stored as soon as it is known, the problem marked done after its last.
+pub fn tune_with_runner<R: Runner>(
+    mut runner: R,
+    profile: &GpuProfile,
+    problems: &[Problem],
+    db: &Database,
+    opts: &TuneOptions,
+) -> Result<TuneSummary, TuneError> {
+    let started = Instant::now();
+    check_supported(problems, profile)?;
+    db.upsert_gpu(profile)?;
     let ctx = RunContext {
         gpu_name: profile.name.clone(),
         checksum: template_checksum(),
-        source: Source::Measured,
+        source: runner.source(),
         db,
     };
-    let todo = pending(db, &profile.name, problems, Source::Measured)?;
+    let todo = pending(db, &profile.name, problems, ctx.source)?;
     let plans: Vec<(Problem, Vec<KernelConfig>)> = todo
         .iter()
-        .map(|p| (*p, candidates(p, &profile, opts.strategy)))
+        .map(|p| (*p, candidates(p, profile, opts.strategy)))
         .collect();
     let all_configs: Vec<KernelConfig> =
         plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
@@ -236,7 +251,7 @@ pub fn tune_on_gpu(
             profile.arch()
         );
     }
-    let built = build_all(&all_configs, &profile.arch(), &opts.cache_dir);
+    runner.prepare(&all_configs);
 
     let mut summary = TuneSummary {
         problems_total: problems.len(),
@@ -245,30 +260,17 @@ pub fn tune_on_gpu(
     };
     // The unit of work is a candidate: problems differ a hundredfold in their number.
     let mut bar = Progress::new(all_configs.len(), "candidates", opts.quiet);
-    let mut loaded: HashMap<KernelConfig, LoadedKernel> = HashMap::new();
     for group in group_by_weight(&plans) {
-        let mut weight = DeviceWeight::random(&gpu, group[0].0, opts.seed)?;
         for (problem, configs) in group {
-            let result = tune_problem(
-                &gpu,
-                &ctx,
-                &mut weight,
-                problem,
-                configs,
-                &built,
-                &mut loaded,
-                opts,
-                &mut summary,
-                &mut bar,
-            );
+            let result = tune_problem(&mut runner, &ctx, problem, configs, &mut summary, &mut bar);
             if let Err(err) = result {
                 if err.is_restartable() {
-                    // The context is beyond use (a fault is sticky; resetting the primary
-                    // context was seen to leave it broken on the H100's driver 580), and a
-                    // kernel still running may make freeing anything on it wait forever:
-                    // leave it all to the end of the process.
+                    // The runner's context is beyond use (a fault is sticky; resetting the
+                    // primary context was seen to leave it broken on the H100's driver 580),
+                    // and a kernel still running may make freeing anything on it wait
+                    // forever: leave it all to the end of the process.
                     bar.clear();
-                    std::mem::forget((loaded, weight, gpu));
+                    std::mem::forget(runner);
                 }
                 return Err(err);
             }
@@ -277,7 +279,7 @@ pub fn tune_on_gpu(
                 problem,
                 ctx.checksum,
                 opts.strategy.as_str(),
-                Source::Measured,
+                ctx.source,
             )?;
             summary.problems_tuned += 1;
         }
@@ -306,16 +308,12 @@ fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> Vec<Vec<Plan<'_>>>
     groups
 }
 
-#[allow(clippy::too_many_arguments)]
-fn tune_problem(
-    gpu: &Gpu,
+/// One problem's candidates through the runner, each stored as soon as it is known.
+fn tune_problem<R: Runner>(
+    runner: &mut R,
     ctx: &RunContext<'_>,
-    weight: &mut DeviceWeight,
     problem: &Problem,
     configs: &[KernelConfig],
-    built: &HashMap<String, BuildResult>,
-    loaded: &mut HashMap<KernelConfig, LoadedKernel>,
-    opts: &TuneOptions,
     summary: &mut TuneSummary,
     bar: &mut Progress,
 ) -> Result<(), TuneError> {
@@ -328,154 +326,40 @@ fn tune_problem(
         .count();
     bar.skip(skipped as u64);
     bar.begin();
-    let max_split = configs
-        .iter()
-        .map(|c| c.split_k as usize)
-        .max()
-        .unwrap_or(1);
-    let mut bench = Bench::new(
-        gpu,
-        *problem,
-        weight,
-        max_split,
-        opts.seed as u32 ^ problem.m as u32,
-    )?;
-    let cublas_us = bench.time_cublas(gpu, opts.plan)?.median_us;
+    let mut session = runner.begin(problem, configs)?;
+    let baseline_us = session.baseline_us();
     let mut best_us: Option<f64> = None;
-    let ordered = by_compiled_prediction(configs, problem, built, gpu.profile());
-    for config in ordered.iter().filter(|c| !already.contains(&c.name())) {
+    for config in session
+        .order(configs)
+        .iter()
+        .filter(|c| !already.contains(&c.name()))
+    {
+        let mut trial = session.run(config, best_us);
         let mut row = ctx.row(problem, config, Status::Ok);
-        row.cublas_us = Some(cublas_us);
-        match built.get(&compile_key(config).name()) {
-            Some(Ok(b)) if b.compiled.spill_bytes.unwrap_or(0) > 0 => {
-                row.registers = b.compiled.registers;
-                row.spill_bytes = b.compiled.spill_bytes;
-                let bytes = b.compiled.spill_bytes.unwrap_or(0);
-                fail(
-                    &mut row,
-                    Status::Rejected,
-                    format!("ptxas spills {bytes} bytes of registers: rejected before timing"),
-                );
+        row.cublas_us = baseline_us;
+        trial.fill(&mut row);
+        match row.status {
+            Status::Ok => {
+                summary.candidates_timed += 1;
+                best_us = best_us.min_or(row.median_us);
+                bar.set_message(format!(
+                    "{problem}: best {:.1} µs, cuBLAS {:.1} µs",
+                    best_us.unwrap_or(f64::NAN),
+                    baseline_us.unwrap_or(f64::NAN)
+                ));
             }
-            Some(Ok(b)) => {
-                row.registers = b.compiled.registers;
-                row.spill_bytes = b.compiled.spill_bytes;
-                if !loaded.contains_key(config) {
-                    match LoadedKernel::load(gpu, *config, &b.source, &b.compiled.cubin) {
-                        Ok(k) => {
-                            loaded.insert(*config, k);
-                        }
-                        Err(e) => fail(&mut row, Status::LaunchFailed, e.to_string()),
-                    }
-                }
-            }
-            Some(Err(reason)) => fail(&mut row, Status::CompileFailed, reason.clone()),
-            None => fail(&mut row, Status::CompileFailed, "not built".into()),
-        }
-        if row.status == Status::Ok {
-            let kernel = &loaded[config];
-            match bench.measure(gpu, kernel, opts.plan, best_us) {
-                Ok(outcome) => apply_outcome(&mut row, outcome),
-                Err(e) => {
-                    // Recorded before giving up on the context, so that neither the recovery
-                    // nor a resumed run launches this kernel again.
-                    fail(&mut row, Status::LaunchFailed, e.to_string());
-                    summary.candidates_failed += 1;
-                    ctx.db.record(&row)?;
-                    if let GpuError::TimedOut { limit_s } = e {
-                        // Its buffers stay allocated until the process ends (see the caller).
-                        std::mem::forget(bench);
-                        return Err(TuneError::KernelTimedOut {
-                            kernel: config.name(),
-                            problem: problem.to_string(),
-                            limit_s,
-                        });
-                    }
-                    return Err(TuneError::ContextLost {
-                        kernel: config.name(),
-                        problem: problem.to_string(),
-                        detail: e.to_string(),
-                    });
-                }
-            }
-        }
-        if row.status == Status::Ok {
-            summary.candidates_timed += 1;
-            best_us = best_us.min_or(row.median_us);
-            bar.set_message(format!(
-                "{problem}: best {:.1} µs, cuBLAS {cublas_us:.1} µs",
-                best_us.unwrap_or(f64::NAN)
-            ));
-        } else if row.status == Status::Abandoned {
-            summary.candidates_abandoned += 1;
-        } else {
-            summary.candidates_failed += 1;
+            Status::Abandoned => summary.candidates_abandoned += 1,
+            _ => summary.candidates_failed += 1,
         }
         ctx.db.record(&row)?;
+        if let Some(err) = trial.fatal.take() {
+            // A kernel may still be using the session's memory (see Trial::fatal).
+            std::mem::forget(session);
+            return Err(err);
+        }
         bar.finish(1);
     }
     Ok(())
-}
-
-/// The candidates fastest first by the model, with each compiled kernel's occupancy from
-/// ptxas's register count rather than the estimate: the first timed sets the bar that
-/// abandons slower ones. Kernels that failed to build keep their place at the end.
-fn by_compiled_prediction(
-    configs: &[KernelConfig],
-    problem: &Problem,
-    built: &HashMap<String, BuildResult>,
-    profile: &GpuProfile,
-) -> Vec<KernelConfig> {
-    let mut keyed: Vec<(f64, KernelConfig)> = configs
-        .iter()
-        .map(|cfg| {
-            let registers = match built.get(&compile_key(cfg).name()) {
-                Some(Ok(b)) => b.compiled.registers,
-                _ => return (f64::INFINITY, *cfg),
-            };
-            let time = model::predict_with_registers(cfg, problem, profile, registers).time_s;
-            (time, *cfg)
-        })
-        .collect();
-    keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    keyed.into_iter().map(|(_, cfg)| cfg).collect()
-}
-
-fn fail(row: &mut Measurement, status: Status, reason: String) {
-    row.status = status;
-    row.error = Some(reason);
-}
-
-fn apply_outcome(row: &mut Measurement, outcome: Outcome) {
-    match outcome {
-        Outcome::Timed { timing, rel_error } => {
-            row.median_us = Some(timing.median_us);
-            row.min_us = Some(timing.min_us);
-            row.runs = timing.runs;
-            row.verified = true;
-            row.max_rel_error = Some(rel_error);
-        }
-        Outcome::Abandoned { timing, rel_error } => {
-            row.status = Status::Abandoned;
-            row.median_us = Some(timing.median_us);
-            row.min_us = Some(timing.min_us);
-            row.runs = timing.runs;
-            row.verified = true;
-            row.max_rel_error = Some(rel_error);
-        }
-        Outcome::Wrong { rel_error } => {
-            fail(
-                row,
-                Status::WrongResult,
-                format!(
-                    "relative error {rel_error:.3e} above {:.0e}",
-                    super::measure::MAX_RELATIVE_ERROR
-                ),
-            );
-            row.max_rel_error = Some(rel_error);
-        }
-        Outcome::LaunchFailed(reason) => fail(row, Status::LaunchFailed, reason),
-    }
 }
 
 trait MinOr {

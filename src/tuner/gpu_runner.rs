@@ -1,0 +1,188 @@
+//! The GPU runner: candidates compiled once for the run, loaded once, then verified and timed
+//! beside cuBLAS SGEMM on one random instance per problem (one random weight per (n, k, N:M,
+//! L), shared by every m).
+
+use super::build::{build_all, BuildResult};
+use super::measure::{Bench, TimingPlan};
+use super::runner::{Runner, Session, Trial};
+use super::workload::DeviceWeight;
+use super::TuneError;
+use crate::codegen::{compile_key, KernelConfig};
+use crate::db::{Source, Status};
+use crate::gpu::{Gpu, GpuError};
+use crate::gpu_profile::GpuProfile;
+use crate::kernels::LoadedKernel;
+use crate::model;
+use crate::problem::Problem;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// What the random weight of a problem depends on: (n, k, N, M, L).
+type WeightKey = (usize, usize, u32, u32, usize);
+
+fn weight_key(p: &Problem) -> WeightKey {
+    (p.n, p.k, p.nm.n, p.nm.m, p.l)
+}
+
+pub struct GpuRunner {
+    gpu: Gpu,
+    plan: TimingPlan,
+    cache_dir: PathBuf,
+    seed: u64,
+    built: HashMap<String, BuildResult>,
+    loaded: HashMap<KernelConfig, LoadedKernel>,
+    weight: Option<(WeightKey, DeviceWeight)>,
+}
+
+impl GpuRunner {
+    pub fn new(gpu: Gpu, plan: TimingPlan, cache_dir: PathBuf, seed: u64) -> Self {
+        Self {
+            gpu,
+            plan,
+            cache_dir,
+            seed,
+            built: HashMap::new(),
+            loaded: HashMap::new(),
+            weight: None,
+        }
+    }
+}
+
+impl Runner for GpuRunner {
+    type Session<'a> = GpuSession<'a>;
+
+    fn source(&self) -> Source {
+        Source::Measured
+    }
+
+    fn prepare(&mut self, all: &[KernelConfig]) {
+        self.built = build_all(all, &self.gpu.profile().arch(), &self.cache_dir);
+    }
+
+    fn begin<'a>(
+        &'a mut self,
+        problem: &Problem,
+        configs: &[KernelConfig],
+    ) -> Result<GpuSession<'a>, TuneError> {
+        let key = weight_key(problem);
+        if self.weight.as_ref().map(|(k, _)| *k) != Some(key) {
+            // Drop the previous weight first: both may not fit beside each other.
+            self.weight = None;
+            self.weight = Some((key, DeviceWeight::random(&self.gpu, problem, self.seed)?));
+        }
+        let weight = &mut self.weight.as_mut().expect("set above").1;
+        let max_split = configs
+            .iter()
+            .map(|c| c.split_k as usize)
+            .max()
+            .unwrap_or(1);
+        let seed = self.seed as u32 ^ problem.m as u32;
+        let mut bench = Bench::new(&self.gpu, *problem, weight, max_split, seed)?;
+        let cublas_us = bench.time_cublas(&self.gpu, self.plan)?.median_us;
+        Ok(GpuSession {
+            gpu: &self.gpu,
+            plan: self.plan,
+            built: &self.built,
+            loaded: &mut self.loaded,
+            bench,
+            cublas_us,
+        })
+    }
+}
+
+pub struct GpuSession<'a> {
+    gpu: &'a Gpu,
+    plan: TimingPlan,
+    built: &'a HashMap<String, BuildResult>,
+    loaded: &'a mut HashMap<KernelConfig, LoadedKernel>,
+    bench: Bench<'a>,
+    cublas_us: f64,
+}
+
+impl Session for GpuSession<'_> {
+    fn baseline_us(&self) -> Option<f64> {
+        Some(self.cublas_us)
+    }
+
+    fn order(&self, configs: &[KernelConfig]) -> Vec<KernelConfig> {
+        by_compiled_prediction(configs, &self.bench.problem, self.built, self.gpu.profile())
+    }
+
+    fn run(&mut self, config: &KernelConfig, best_us: Option<f64>) -> Trial {
+        let mut trial = Trial::new();
+        match self.built.get(&compile_key(config).name()) {
+            Some(Ok(b)) => {
+                trial.registers = b.compiled.registers;
+                trial.spill_bytes = b.compiled.spill_bytes;
+                let spilled = b.compiled.spill_bytes.unwrap_or(0);
+                if spilled > 0 {
+                    trial.fail(
+                        Status::Rejected,
+                        format!(
+                            "ptxas spills {spilled} bytes of registers: rejected before timing"
+                        ),
+                    );
+                } else if !self.loaded.contains_key(config) {
+                    match LoadedKernel::load(self.gpu, *config, &b.source, &b.compiled.cubin) {
+                        Ok(k) => {
+                            self.loaded.insert(*config, k);
+                        }
+                        Err(e) => trial.fail(Status::LaunchFailed, e.to_string()),
+                    }
+                }
+            }
+            Some(Err(reason)) => trial.fail(Status::CompileFailed, reason.clone()),
+            None => trial.fail(Status::CompileFailed, "not built".into()),
+        }
+        if trial.status != Status::Ok {
+            return trial;
+        }
+        let kernel = &self.loaded[config];
+        match self.bench.measure(self.gpu, kernel, self.plan, best_us) {
+            Ok(outcome) => trial.apply(outcome),
+            Err(e) => {
+                // Stored before the run ends, so that neither the recovery nor a resumed run
+                // launches this kernel again.
+                trial.fail(Status::LaunchFailed, e.to_string());
+                let (kernel, problem) = (config.name(), self.bench.problem.to_string());
+                trial.fatal = Some(match e {
+                    GpuError::TimedOut { limit_s } => TuneError::KernelTimedOut {
+                        kernel,
+                        problem,
+                        limit_s,
+                    },
+                    other => TuneError::ContextLost {
+                        kernel,
+                        problem,
+                        detail: other.to_string(),
+                    },
+                });
+            }
+        }
+        trial
+    }
+}
+
+/// The candidates fastest first by the model, with each compiled kernel's occupancy from
+/// ptxas's register count rather than the estimate: the first timed sets the bar that
+/// abandons slower ones. Kernels that failed to build keep their place at the end.
+fn by_compiled_prediction(
+    configs: &[KernelConfig],
+    problem: &Problem,
+    built: &HashMap<String, BuildResult>,
+    profile: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let mut keyed: Vec<(f64, KernelConfig)> = configs
+        .iter()
+        .map(|cfg| {
+            let registers = match built.get(&compile_key(cfg).name()) {
+                Some(Ok(b)) => b.compiled.registers,
+                _ => return (f64::INFINITY, *cfg),
+            };
+            let time = model::predict_with_registers(cfg, problem, profile, registers).time_s;
+            (time, *cfg)
+        })
+        .collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    keyed.into_iter().map(|(_, cfg)| cfg).collect()
+}

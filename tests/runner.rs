@@ -1,0 +1,316 @@
+//! The tuning loop the GPU uses, driven by a deterministic fake runner: no GPU needed. What a
+//! user relies on: a run killed inside a problem resumes without running anything twice and
+//! ends where an uninterrupted run ends; the faulting kernel is stored and never run again;
+//! slower candidates are abandoned against the best so far; the best entry is the fastest
+//! verified one, and wrong results never are.
+
+use nmtune::codegen::KernelConfig;
+use nmtune::db::{Database, Measurement, Source, Status};
+use nmtune::gpu::GpuProfile;
+use nmtune::problem::{NmPattern, Problem};
+use nmtune::tuner::measure::{Outcome, Timing, TimingPlan};
+use nmtune::tuner::runner::{Runner, Session, Trial};
+use nmtune::tuner::{tune_with_runner, Strategy, TuneError, TuneOptions};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::rc::Rc;
+
+/// Candidates slower than this factor × the best so far are abandoned (as the GPU's probe
+/// runs do).
+const ABANDON: f64 = 1.5;
+
+/// FNV-1a of a kernel's name and the problem: the fake's stand-in for a measurement.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn fake_time(problem: &Problem, config: &KernelConfig) -> f64 {
+    10.0 + (fnv(&format!("{problem}/{}", config.name())) % 1000) as f64 / 10.0
+}
+
+/// Every seventh kernel computes garbage.
+fn fake_wrong(config: &KernelConfig) -> bool {
+    fnv(&config.name()) % 7 == 0
+}
+
+/// One call of `run`: the problem, the kernel, and the bar the loop passed.
+#[derive(Debug, Clone, PartialEq)]
+struct Call {
+    problem: Problem,
+    kernel: String,
+    best_us: Option<f64>,
+}
+
+struct Fake {
+    calls: Rc<RefCell<Vec<Call>>>,
+    /// The kernel whose run breaks the "GPU context", on that problem.
+    fault: Option<(Problem, String)>,
+}
+
+struct FakeSession<'a> {
+    fake: &'a mut Fake,
+    problem: Problem,
+}
+
+impl Runner for Fake {
+    type Session<'a> = FakeSession<'a>;
+
+    fn source(&self) -> Source {
+        Source::Measured
+    }
+
+    fn begin<'a>(
+        &'a mut self,
+        problem: &Problem,
+        _configs: &[KernelConfig],
+    ) -> Result<FakeSession<'a>, TuneError> {
+        Ok(FakeSession {
+            fake: self,
+            problem: *problem,
+        })
+    }
+}
+
+impl Session for FakeSession<'_> {
+    fn baseline_us(&self) -> Option<f64> {
+        Some(200.0)
+    }
+
+    fn order(&self, configs: &[KernelConfig]) -> Vec<KernelConfig> {
+        let mut ordered = configs.to_vec();
+        ordered.sort_by_key(|c| c.name());
+        ordered
+    }
+
+    fn run(&mut self, config: &KernelConfig, best_us: Option<f64>) -> Trial {
+        self.fake.calls.borrow_mut().push(Call {
+            problem: self.problem,
+            kernel: config.name(),
+            best_us,
+        });
+        let mut trial = Trial::new();
+        if self.fake.fault == Some((self.problem, config.name())) {
+            trial.fail(Status::LaunchFailed, "illegal address".into());
+            trial.fatal = Some(TuneError::ContextLost {
+                kernel: config.name(),
+                problem: self.problem.to_string(),
+                detail: "illegal address".into(),
+            });
+            return trial;
+        }
+        if fake_wrong(config) {
+            trial.apply(Outcome::Wrong { rel_error: 0.5 });
+            return trial;
+        }
+        let us = fake_time(&self.problem, config);
+        let timing = Timing {
+            median_us: us,
+            min_us: us * 0.99,
+            runs: 10,
+        };
+        let outcome = match best_us {
+            Some(best) if us > ABANDON * best => Outcome::Abandoned {
+                timing,
+                rel_error: 1e-7,
+            },
+            _ => Outcome::Timed {
+                timing,
+                rel_error: 1e-7,
+            },
+        };
+        trial.apply(outcome);
+        trial
+    }
+}
+
+fn h200() -> GpuProfile {
+    GpuProfile::builtin("h200").unwrap()
+}
+
+/// Six problems over two weights, three m each.
+fn problems() -> Vec<Problem> {
+    let mut out = Vec::new();
+    for (n, k, nm) in [(1024, 2048, (8, 32)), (2048, 1024, (4, 32))] {
+        for m in [64, 256, 1024] {
+            let pattern = NmPattern::new(nm.0, nm.1).unwrap();
+            out.push(Problem::new(m, n, k, pattern, 32).unwrap());
+        }
+    }
+    out
+}
+
+fn options(dir: &Path) -> TuneOptions {
+    TuneOptions {
+        strategy: Strategy::Pruned,
+        plan: TimingPlan::default(),
+        quiet: true,
+        cache_dir: dir.join("cache"),
+        seed: 7,
+    }
+}
+
+/// Run the loop with a fake faulting on `fault`; every call it saw, and the result.
+fn run(
+    fault: Option<(Problem, String)>,
+    db: &Database,
+    dir: &Path,
+) -> (Vec<Call>, Result<(), TuneError>) {
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let fake = Fake {
+        calls: Rc::clone(&calls),
+        fault,
+    };
+    // The loop owns the runner (and leaks it after a fault); the calls stay readable here.
+    let result = tune_with_runner(fake, &h200(), &problems(), db, &options(dir)).map(|_| ());
+    let calls = calls.borrow().clone();
+    (calls, result)
+}
+
+/// Every row of a database, by (problem, kernel).
+fn rows(db: &Database) -> BTreeMap<(String, String), Measurement> {
+    db.measurements(Some("h200"))
+        .unwrap()
+        .into_iter()
+        .map(|m| ((m.problem.to_string(), m.config.name()), m))
+        .collect()
+}
+
+fn best(db: &Database) -> HashMap<Problem, String> {
+    db.best_entries(Some("h200"))
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.problem, m.config.name()))
+        .collect()
+}
+
+#[test]
+fn the_loop_runs_every_candidate_once_and_stores_what_it_gave() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    let (calls, result) = run(None, &db, dir.path());
+    result.unwrap();
+    let stored = rows(&db);
+    assert_eq!(stored.len(), calls.len(), "one row per run");
+    assert!(calls.len() > 6 * 5, "{} runs", calls.len());
+    for problem in problems() {
+        assert!(db
+            .is_problem_done(
+                "h200",
+                &problem,
+                nmtune::codegen::template_checksum(),
+                Source::Measured
+            )
+            .unwrap());
+    }
+    let counts = |s: Status| stored.values().filter(|m| m.status == s).count();
+    assert!(counts(Status::Ok) > 0 && counts(Status::WrongResult) > 0);
+    assert!(counts(Status::Abandoned) > 0, "nothing abandoned");
+    for m in stored.values() {
+        assert_eq!(m.cublas_us, Some(200.0));
+        assert_eq!(m.source, Source::Measured);
+        match m.status {
+            Status::Ok | Status::Abandoned => {
+                assert!(m.verified && m.median_us.is_some() && m.runs == 10);
+            }
+            Status::WrongResult => assert!(!m.verified && m.error.is_some()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn slower_candidates_are_abandoned_against_the_best_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    let (calls, result) = run(None, &db, dir.path());
+    result.unwrap();
+    let stored = rows(&db);
+    // Per problem, in the order run: the bar passed is the fastest time timed before it.
+    let mut bar: HashMap<Problem, Option<f64>> = HashMap::new();
+    for call in &calls {
+        let expected = bar.get(&call.problem).copied().flatten();
+        assert_eq!(call.best_us, expected, "{call:?}");
+        let row = &stored[&(call.problem.to_string(), call.kernel.clone())];
+        if row.status == Status::Ok {
+            let t = row.median_us.unwrap();
+            bar.insert(call.problem, Some(expected.map_or(t, |b: f64| b.min(t))));
+        }
+        if row.status == Status::Abandoned {
+            assert!(row.median_us.unwrap() > ABANDON * expected.unwrap());
+        }
+    }
+}
+
+#[test]
+fn the_best_entry_is_the_fastest_verified_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    run(None, &db, dir.path()).1.unwrap();
+    let stored = rows(&db);
+    let best = best(&db);
+    for problem in problems() {
+        let fastest = stored
+            .values()
+            .filter(|m| m.problem == problem && m.status == Status::Ok)
+            .min_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap())
+            .unwrap();
+        assert_eq!(best[&problem], fastest.config.name(), "{problem}");
+        assert!(!fake_wrong(&fastest.config));
+    }
+}
+
+#[test]
+fn a_run_killed_by_a_fault_resumes_without_running_anything_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    // The uninterrupted run: the ground truth.
+    let clean = Database::open(&dir.path().join("clean.sqlite")).unwrap();
+    let (whole, result) = run(None, &clean, dir.path());
+    result.unwrap();
+    // The fault: a kernel of the fifth problem that is not its best, after others of it ran.
+    let victim = problems()[4];
+    let of_victim: Vec<&Call> = whole.iter().filter(|c| c.problem == victim).collect();
+    let clean_rows = rows(&clean);
+    let faulty = of_victim[1..]
+        .iter()
+        .filter(|c| clean_rows[&(victim.to_string(), c.kernel.clone())].status != Status::Ok)
+        .map(|c| c.kernel.clone())
+        .next()
+        .expect("a kernel of the victim that is not its best");
+
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    let (first, result) = run(Some((victim, faulty.clone())), &db, dir.path());
+    let err = result.unwrap_err();
+    assert!(err.is_restartable(), "{err}");
+    let after_fault = rows(&db);
+    let failed = &after_fault[&(victim.to_string(), faulty.clone())];
+    assert_eq!(failed.status, Status::LaunchFailed, "the fault is stored");
+    assert!(!db
+        .is_problem_done(
+            "h200",
+            &victim,
+            nmtune::codegen::template_checksum(),
+            Source::Measured
+        )
+        .unwrap());
+
+    // A fresh process resumes: nothing stored is run again, the faulting kernel included.
+    let (second, result) = run(None, &db, dir.path());
+    result.unwrap();
+    for call in &second {
+        let key = (call.problem.to_string(), call.kernel.clone());
+        assert!(!after_fault.contains_key(&key), "ran {key:?} twice");
+    }
+    assert_eq!(
+        first.len() + second.len(),
+        whole.len(),
+        "every candidate ran exactly once over both runs"
+    );
+    assert_eq!(
+        best(&db),
+        best(&clean),
+        "ends where an uninterrupted run ends"
+    );
+}
