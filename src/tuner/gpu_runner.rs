@@ -55,6 +55,10 @@ impl Runner for GpuRunner {
         Source::Measured
     }
 
+    fn compiles(&self) -> bool {
+        true
+    }
+
     fn prepare(&mut self, all: &[KernelConfig]) {
         self.built = build_all(all, &self.gpu.profile().arch(), &self.cache_dir);
     }

@@ -5,12 +5,14 @@
 //! [`runner::Runner`] and stores every result as it arrives, so an interrupted run resumes
 //! where it stopped. The GPU runner ([`gpu_runner`]) compiles each distinct kernel once with
 //! the builder ([`build`], in parallel, cached on disk) and verifies and times it beside
-//! cuBLAS ([`measure`]); the tests drive the same loop with a deterministic fake runner.
+//! cuBLAS ([`measure`]); the model runner ([`model_runner`]) predicts instead, without a GPU;
+//! the tests drive the same loop with a deterministic fake runner.
 
 pub mod build;
 pub mod evaluate;
 pub mod gpu_runner;
 pub mod measure;
+pub mod model_runner;
 pub mod profile;
 pub mod progress;
 mod run;

@@ -3,18 +3,17 @@
 
 use super::gpu_runner::GpuRunner;
 use super::measure::TimingPlan;
+use super::model_runner::ModelRunner;
 use super::progress::Progress;
 use super::runner::{Runner, Session};
-use super::search::{candidates, Strategy};
+use super::search::Strategy;
 use super::TuneError;
-use crate::codegen::{render::template_checksum, search_space, KernelConfig};
+use crate::codegen::{render::template_checksum, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
 use crate::kernels::table_one;
-use crate::model;
-use crate::problem::{ALayout, NmPattern, Problem};
-use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::problem::Problem;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -111,90 +110,22 @@ pub fn check_supported(problems: &[Problem], profile: &GpuProfile) -> Result<(),
     }
 }
 
-/// Fill the database from the performance model alone: no GPU needed.
+/// Fill the database from the performance model alone: no GPU needed. The same loop as on
+/// the GPU, with the model's best configuration of each problem as its one candidate.
 pub fn tune_with_model(
     profile: &GpuProfile,
     problems: &[Problem],
     db: &Database,
     quiet: bool,
 ) -> Result<TuneSummary, TuneError> {
-    let started = Instant::now();
-    check_supported(problems, profile)?;
-    db.upsert_gpu(profile)?;
-    let ctx = RunContext {
-        gpu_name: profile.name.clone(),
-        checksum: template_checksum(),
-        source: Source::Model,
-        db,
+    let opts = TuneOptions {
+        strategy: Strategy::Model,
+        plan: TimingPlan::default(),
+        quiet,
+        cache_dir: PathBuf::new(),
+        seed: 0,
     };
-    let todo = pending(db, &profile.name, problems, Source::Model)?;
-    let spaces = search_spaces(&todo, profile);
-    // Predicted in parallel and stored a chunk at a time, so that the progress line's rate is
-    // that of both steps together.
-    let mut bar = Progress::new(todo.len(), "problems", quiet);
-    for chunk in todo.chunks(4 * rayon::current_num_threads()) {
-        bar.begin();
-        let rows: Vec<(Problem, Vec<Measurement>)> = chunk
-            .par_iter()
-            .map(|problem| {
-                let best = crate::model::best(
-                    &spaces[&(problem.nm, problem.l, problem.a_layout)],
-                    problem,
-                    profile,
-                );
-                let row = best.map(|cfg| model_row(&ctx, problem, &cfg, profile));
-                (*problem, row.into_iter().collect())
-            })
-            .collect();
-        for (problem, rows) in &rows {
-            // One transaction per problem: a run killed at any point keeps every problem it
-            // finished, and no reader ever sees a problem marked done without its entry.
-            ctx.db.record_and_mark_done(
-                rows,
-                (&ctx.gpu_name, problem),
-                ctx.checksum,
-                Strategy::Model.as_str(),
-                Source::Model,
-            )?;
-        }
-        bar.finish(chunk.len() as u64);
-    }
-    bar.clear();
-    Ok(TuneSummary {
-        problems_total: problems.len(),
-        problems_skipped: problems.len() - todo.len(),
-        problems_tuned: todo.len(),
-        candidates_timed: 0,
-        candidates_abandoned: 0,
-        candidates_failed: 0,
-        elapsed_s: started.elapsed().as_secs_f64(),
-    })
-}
-
-/// The search space of every (N:M, L) among `problems`, enumerated once each.
-fn search_spaces(
-    problems: &[Problem],
-    profile: &GpuProfile,
-) -> HashMap<(NmPattern, usize, ALayout), Vec<KernelConfig>> {
-    let keys: BTreeSet<(NmPattern, usize, ALayout)> =
-        problems.iter().map(|p| (p.nm, p.l, p.a_layout)).collect();
-    keys.into_par_iter()
-        .map(|(nm, l, a)| ((nm, l, a), search_space(nm, l as u32, a, profile)))
-        .collect()
-}
-
-/// The model's prediction for `cfg` as a database row.
-fn model_row(
-    ctx: &RunContext<'_>,
-    problem: &Problem,
-    cfg: &KernelConfig,
-    profile: &GpuProfile,
-) -> Measurement {
-    let predicted_us = model::predict(cfg, problem, profile).time_s * 1e6;
-    let mut row = ctx.row(problem, cfg, Status::Ok);
-    row.median_us = Some(predicted_us);
-    row.min_us = Some(predicted_us);
-    row
+    tune_with_runner(ModelRunner::new(profile), profile, problems, db, &opts)
 }
 
 /// Tune every problem on the GPU, resuming where an earlier run stopped.
@@ -238,11 +169,12 @@ pub fn tune_with_runner<R: Runner>(
     let todo = pending(db, &profile.name, problems, ctx.source)?;
     let plans: Vec<(Problem, Vec<KernelConfig>)> = todo
         .iter()
-        .map(|p| (*p, candidates(p, profile, opts.strategy)))
+        .copied()
+        .zip(runner.plan(&todo, profile, opts.strategy))
         .collect();
     let all_configs: Vec<KernelConfig> =
         plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
-    if !opts.quiet {
+    if !opts.quiet && runner.compiles() {
         eprintln!(
             "nmtune: {} problems to tune ({} already done), {} candidates, compiling for {}",
             todo.len(),
@@ -263,20 +195,26 @@ pub fn tune_with_runner<R: Runner>(
     for group in group_by_weight(&plans) {
         for (problem, configs) in group {
             let result = tune_problem(&mut runner, &ctx, problem, configs, &mut summary, &mut bar);
-            if let Err(err) = result {
-                if err.is_restartable() {
-                    // The runner's context is beyond use (a fault is sticky; resetting the
-                    // primary context was seen to leave it broken on the H100's driver 580),
-                    // and a kernel still running may make freeing anything on it wait
-                    // forever: leave it all to the end of the process.
-                    bar.clear();
-                    std::mem::forget(runner);
+            let last = match result {
+                Ok(last) => last,
+                Err(err) => {
+                    if err.is_restartable() {
+                        // The runner's context is beyond use (a fault is sticky; resetting
+                        // the primary context was seen to leave it broken on the H100's
+                        // driver 580), and a kernel still running may make freeing anything
+                        // on it wait forever: leave it all to the end of the process.
+                        bar.clear();
+                        std::mem::forget(runner);
+                    }
+                    return Err(err);
                 }
-                return Err(err);
-            }
-            db.mark_problem_done(
-                &ctx.gpu_name,
-                problem,
+            };
+            // The last result and the done mark in one transaction: a run killed at any
+            // point leaves no result of an unfinished problem behind a finished one, and a
+            // model run (one result per problem) never a result without its done mark.
+            db.record_and_mark_done(
+                last.as_slice(),
+                (&ctx.gpu_name, problem),
                 ctx.checksum,
                 opts.strategy.as_str(),
                 ctx.source,
@@ -308,7 +246,8 @@ fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> Vec<Vec<Plan<'_>>>
     groups
 }
 
-/// One problem's candidates through the runner, each stored as soon as it is known.
+/// One problem's candidates through the runner, each stored as soon as it is known but the
+/// last, which is returned for the caller to store with the problem's done mark.
 fn tune_problem<R: Runner>(
     runner: &mut R,
     ctx: &RunContext<'_>,
@@ -316,7 +255,7 @@ fn tune_problem<R: Runner>(
     configs: &[KernelConfig],
     summary: &mut TuneSummary,
     bar: &mut Progress,
-) -> Result<(), TuneError> {
+) -> Result<Option<Measurement>, TuneError> {
     let already = ctx
         .db
         .measured_kernels(&ctx.gpu_name, problem, ctx.checksum, ctx.source)?;
@@ -329,16 +268,20 @@ fn tune_problem<R: Runner>(
     let mut session = runner.begin(problem, configs)?;
     let baseline_us = session.baseline_us();
     let mut best_us: Option<f64> = None;
-    for config in session
+    let todo: Vec<KernelConfig> = session
         .order(configs)
-        .iter()
+        .into_iter()
         .filter(|c| !already.contains(&c.name()))
-    {
+        .collect();
+    let mut last = None;
+    for (i, config) in todo.iter().enumerate() {
         let mut trial = session.run(config, best_us);
         let mut row = ctx.row(problem, config, Status::Ok);
         row.cublas_us = baseline_us;
         trial.fill(&mut row);
         match row.status {
+            // A prediction: nothing was timed, and it sets no bar.
+            Status::Ok if !row.verified => {}
             Status::Ok => {
                 summary.candidates_timed += 1;
                 best_us = best_us.min_or(row.median_us);
@@ -351,15 +294,20 @@ fn tune_problem<R: Runner>(
             Status::Abandoned => summary.candidates_abandoned += 1,
             _ => summary.candidates_failed += 1,
         }
-        ctx.db.record(&row)?;
         if let Some(err) = trial.fatal.take() {
+            ctx.db.record(&row)?;
             // A kernel may still be using the session's memory (see Trial::fatal).
             std::mem::forget(session);
             return Err(err);
         }
+        if i + 1 == todo.len() {
+            last = Some(row); // stored with the done mark, by the caller
+        } else {
+            ctx.db.record(&row)?;
+        }
         bar.finish(1);
     }
-    Ok(())
+    Ok(last)
 }
 
 trait MinOr {

@@ -4,9 +4,11 @@
 //! and times on the device; tests drive the same loop with a deterministic fake.
 
 use super::measure::{Outcome, Timing, MAX_RELATIVE_ERROR};
+use super::search::{candidates, Strategy};
 use super::TuneError;
 use crate::codegen::KernelConfig;
 use crate::db::{Measurement, Source, Status};
+use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 
 /// Runs candidate kernels, one problem at a time.
@@ -19,9 +21,28 @@ pub trait Runner {
     /// The source its rows are stored under.
     fn source(&self) -> Source;
 
+    /// The candidates of each of `problems`, in their order: by default the search
+    /// strategy's.
+    fn plan(
+        &self,
+        problems: &[Problem],
+        profile: &GpuProfile,
+        strategy: Strategy,
+    ) -> Vec<Vec<KernelConfig>> {
+        problems
+            .iter()
+            .map(|p| candidates(p, profile, strategy))
+            .collect()
+    }
+
     /// Called once before any problem with every candidate of the run (the GPU runner
     /// compiles them all here, in parallel).
     fn prepare(&mut self, _all: &[KernelConfig]) {}
+
+    /// Whether [`Runner::prepare`] compiles kernels (the run's first line says so).
+    fn compiles(&self) -> bool {
+        false
+    }
 
     /// Set up `problem` (inputs, the baseline) for `configs`.
     fn begin<'a>(
