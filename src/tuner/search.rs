@@ -266,6 +266,27 @@ const SWEEP_SEEDS: [Seed; 31] = {
     ]
 };
 
+impl Seed {
+    /// The seed's configuration for `problem`'s pattern and L, with `split_k`.
+    fn config(&self, problem: &Problem, split_k: u32) -> KernelConfig {
+        KernelConfig {
+            a_copy: self.a_copy,
+            m_s: self.m_s,
+            n_s: self.n_s,
+            k_s: self.k_s,
+            m_t: self.m_t,
+            n_t: self.n_t,
+            warp: self.warp,
+            nm: problem.nm,
+            l: problem.l as u32,
+            packing: self.packing,
+            stages: self.stages,
+            min_blocks: self.min_blocks,
+            split_k,
+        }
+    }
+}
+
 /// Density bands of [`SWEEP_SEEDS`], ascending.
 const DENSITY_BANDS: [f64; 5] = [0.125, 0.25, 0.375, 0.5, 1.0];
 
@@ -280,23 +301,7 @@ pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     SWEEP_SEEDS
         .iter()
         .filter(|s| s.layout == problem.a_layout && s.max_density == band)
-        .flat_map(|s| {
-            [1, 2, 4].map(|split_k| KernelConfig {
-                a_copy: s.a_copy,
-                m_s: s.m_s,
-                n_s: s.n_s,
-                k_s: s.k_s,
-                m_t: s.m_t,
-                n_t: s.n_t,
-                warp: s.warp,
-                nm: problem.nm,
-                l: problem.l as u32,
-                packing: s.packing,
-                stages: s.stages,
-                min_blocks: s.min_blocks,
-                split_k,
-            })
-        })
+        .flat_map(|s| [1, 2, 4].map(|split_k| s.config(problem, split_k)))
         .filter(|cfg| {
             validate::validate(cfg, gpu).is_ok()
                 && validate::validate_for_problem(cfg, problem).is_ok()
@@ -335,21 +340,7 @@ mod tests {
         for s in &SWEEP_SEEDS {
             let n = (s.max_density * 32.0).round() as u32;
             let p = problem(4096, n, s.layout);
-            let cfg = KernelConfig {
-                a_copy: s.a_copy,
-                m_s: s.m_s,
-                n_s: s.n_s,
-                k_s: s.k_s,
-                m_t: s.m_t,
-                n_t: s.n_t,
-                warp: s.warp,
-                nm: p.nm,
-                l: 32,
-                packing: s.packing,
-                stages: s.stages,
-                min_blocks: s.min_blocks,
-                split_k: 1,
-            };
+            let cfg = s.config(&p, 1);
             validate::validate(&cfg, &gpu).unwrap();
             validate::validate_for_problem(&cfg, &p).unwrap();
         }
