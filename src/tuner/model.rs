@@ -103,7 +103,11 @@ pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
     let groups = index_groups(cfg) as f64;
     let threads = cfg.threads().max(1) as f64;
     let fma = mt * nt * ws;
-    let a_loads = if cfg.a_copy.keeps_rows() { mt } else { mt / 4.0 };
+    let a_loads = if cfg.a_copy.keeps_rows() {
+        mt
+    } else {
+        mt / 4.0
+    };
     let fragments = ws * (groups * a_loads + nt / 4.0);
     let indices = if cfg.is_dense() {
         0.0
