@@ -94,7 +94,8 @@ const PEAK_ISSUE_RATE: f64 = 0.75;
 const WARPS_PER_SCHEDULER_TO_HIDE_LATENCY: f64 = 2.0;
 
 /// Instructions one thread issues per k-tile. Per compressed row: m_t·n_t FMAs, m_t/4 vector
-/// A loads per column group and n_t/4 vector B' loads. Per tile: the row indices (a 16-byte
+/// A loads per column group (m_t single loads when A's rows stay k-contiguous) and n_t/4
+/// vector B' loads. Per tile: the row indices (a 16-byte
 /// load per four rows and an address multiply-add per row and group), the thread's share of
 /// the A, B' and D copies, col_info prefetches when packing, the barrier and the loop.
 pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
@@ -102,7 +103,12 @@ pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
     let groups = index_groups(cfg) as f64;
     let threads = cfg.threads().max(1) as f64;
     let fma = mt * nt * ws;
-    let fragments = ws * (groups * mt / 4.0 + nt / 4.0);
+    let a_loads = if cfg.a_copy.keeps_rows() {
+        mt
+    } else {
+        mt / 4.0
+    };
+    let fragments = ws * (groups * a_loads + nt / 4.0);
     let indices = if cfg.is_dense() {
         0.0
     } else {
@@ -111,7 +117,7 @@ pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
     let maps = CopyMaps::of(cfg);
     let a_units = maps.a_units as f64;
     let copy_a = match cfg.a_copy {
-        ACopy::Col16 | ACopy::Row4 => (1.0 + COPY_INSTRUCTIONS) * a_units,
+        ACopy::Col16 | ACopy::Row4 | ACopy::RowK => (1.0 + COPY_INSTRUCTIONS) * a_units,
         ACopy::Row16 => ROW16_BLOCK_INSTRUCTIONS * a_units,
     };
     let copies = copy_a + (1.0 + COPY_INSTRUCTIONS) * (maps.b_vecs as f64 + maps.d_elems as f64);

@@ -49,7 +49,7 @@ pub fn whole_number(text: &str) -> Result<usize, String> {
 /// "Report fields"): flat fields, each a number, a boolean or a short string.
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigFields {
-    /// How A's tiles reach shared memory: `col16` (column-major A), `row4` or `row16`.
+    /// How A's tiles reach shared memory: `col16` (column-major A), `row4`, `row16` or `rowk`.
     pub a_copy: &'static str,
     pub m_s: u32,
     pub n_s: u32,

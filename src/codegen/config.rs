@@ -4,9 +4,10 @@ use crate::problem::{ALayout, NmPattern};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// How a k-tile of A travels from global to shared memory, where it is always stored k-major
-/// (one row of the tile per column of A, so that a thread reads its m_t rows as float4).
-/// The path fixes the A layout the kernel takes ([`ACopy::layout`]).
+/// How a k-tile of A travels from global to shared memory, where it is stored k-major (one
+/// row of the tile per column of A, so that a thread reads its m_t rows as float4), except by
+/// `RowK`, which keeps row-major A as it is. The path fixes the A layout the kernel takes
+/// ([`ACopy::layout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum ACopy {
@@ -18,18 +19,28 @@ pub enum ACopy {
     /// Row-major A: 16-byte global loads of 4×4 blocks into registers one k-tile ahead,
     /// transposed in registers and stored as 16-byte shared-memory writes (non-packing only).
     Row16,
+    /// Row-major A: 16-byte `cp.async` copies of whole rows of the k-tile, kept k-contiguous
+    /// in shared memory (non-packing only); a thread reads its m_t rows of one column as
+    /// m_t single floats. The cheapest copy, dearer fragment reads.
+    RowK,
 }
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 3] = [ACopy::Col16, ACopy::Row4, ACopy::Row16];
+    pub const ALL: [ACopy; 4] = [ACopy::Col16, ACopy::Row4, ACopy::Row16, ACopy::RowK];
 
     /// The A layout a kernel with this copy path takes.
     pub fn layout(&self) -> ALayout {
         match self {
             ACopy::Col16 => ALayout::ColMajor,
-            ACopy::Row4 | ACopy::Row16 => ALayout::RowMajor,
+            ACopy::Row4 | ACopy::Row16 | ACopy::RowK => ALayout::RowMajor,
         }
+    }
+
+    /// Whether the A tile in shared memory keeps A's rows k-contiguous (`RowK`) instead of
+    /// being k-major.
+    pub fn keeps_rows(&self) -> bool {
+        *self == ACopy::RowK
     }
 
     /// The copy paths that read `layout`.
@@ -37,12 +48,13 @@ impl ACopy {
         Self::ALL.into_iter().filter(move |c| c.layout() == layout)
     }
 
-    /// Token in kernel names: `acol16`, `arow4`, `arow16`.
+    /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
             ACopy::Row4 => "arow4",
             ACopy::Row16 => "arow16",
+            ACopy::RowK => "arowk",
         }
     }
 
@@ -56,6 +68,7 @@ impl ACopy {
             ACopy::Col16 => 0,
             ACopy::Row4 => 1,
             ACopy::Row16 => 2,
+            ACopy::RowK => 3,
         }
     }
 }
@@ -132,22 +145,28 @@ impl KernelConfig {
     }
 
     /// Rows of the A tile in shared memory: the k_s window, or with packing at most the
-    /// distinct columns the tile's w_s·q_s kept rows can name.
+    /// distinct columns the tile's w_s·q_s kept rows can name; `RowK`: the block's m_s rows
+    /// of A.
     pub fn a_rows(&self) -> u32 {
-        if self.packing {
+        if self.a_copy.keeps_rows() {
+            self.m_s
+        } else if self.packing {
             self.k_s.min(self.w_s() * self.q_s())
         } else {
             self.k_s
         }
     }
 
-    /// Row stride of the k-major A tile in shared memory, in floats. Column-major copies
-    /// land whole rows and need no padding; the transposing row-major paths pad by 4 so
-    /// that their stores spread over all banks (and rows stay 16-byte aligned).
+    /// Row stride of the A tile in shared memory, in floats. Column-major copies land whole
+    /// rows and need no padding; the transposing row-major paths pad by 4 so that their
+    /// stores spread over all banks (and rows stay 16-byte aligned); `RowK` pads its k_s
+    /// floats by 4 so that the lanes reading one column of consecutive rows hit distinct
+    /// banks.
     pub fn a_stride(&self) -> u32 {
         match self.a_copy {
             ACopy::Col16 => self.m_s,
             ACopy::Row4 | ACopy::Row16 => self.m_s + 4,
+            ACopy::RowK => self.k_s + 4,
         }
     }
 

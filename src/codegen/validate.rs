@@ -116,7 +116,7 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     let maps = CopyMaps::of(cfg);
     let staging = match cfg.a_copy {
         ACopy::Row16 => 16 * maps.a_units,
-        ACopy::Col16 | ACopy::Row4 => 0,
+        ACopy::Col16 | ACopy::Row4 | ACopy::RowK => 0,
     };
     let col_prefetch = if cfg.packing { maps.a_units } else { 0 };
     cfg.m_t * cfg.n_t + fragments + indices + staging + col_prefetch + REGISTER_OVERHEAD
@@ -134,7 +134,8 @@ pub fn register_cap(cfg: &KernelConfig, regs_per_sm: u32) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyMaps {
     /// A: copy units per thread. `Col16`: 16-byte copies of a column's m_s rows; `Row4`:
-    /// 4-byte copies; `Row16`: 4×4 blocks (four 16-byte loads each).
+    /// 4-byte copies; `Row16`: 4×4 blocks (four 16-byte loads each); `RowK`: 16-byte copies
+    /// of a row's k_s floats.
     pub a_units: u32,
     /// B': 16-byte copies per thread.
     pub b_vecs: u32,
@@ -157,6 +158,11 @@ impl CopyMaps {
                 (a_rows / along) * cfg.m_s.div_ceil(threads / along)
             }
             ACopy::Row16 => (cfg.m_s / 4 * cfg.k_s / 4).div_ceil(threads),
+            ACopy::RowK => {
+                let per_row = (cfg.k_s / 4).max(1);
+                let along = gcd(per_row, threads);
+                (per_row / along) * cfg.m_s.div_ceil(threads / along)
+            }
         };
         let b_per_row = (cfg.n_s / 4).max(1);
         let b_along = gcd(b_per_row, threads);
@@ -266,18 +272,21 @@ fn group_rules(cfg: &KernelConfig) -> Rule {
 }
 
 fn copy_rules(cfg: &KernelConfig) -> Rule {
-    if cfg.a_copy != ACopy::Row16 {
-        return Ok(());
+    let path = cfg.a_copy.token();
+    match cfg.a_copy {
+        ACopy::Col16 | ACopy::Row4 => Ok(()),
+        ACopy::Row16 | ACopy::RowK => {
+            rule(!cfg.packing, || {
+                format!("the {path} path copies whole k_s windows 16 bytes of a row at a time; packing gathers columns one by one (use arow4)")
+            })?;
+            rule(cfg.k_s % 4 == 0, || {
+                format!(
+                    "the {path} path copies 16 bytes of a row: k_s={} must be a multiple of 4",
+                    cfg.k_s
+                )
+            })
+        }
     }
-    rule(!cfg.packing, || {
-        "the arow16 path stages whole k_s windows in registers; packing gathers columns one by one (use arow4)".to_string()
-    })?;
-    rule(cfg.k_s % 4 == 0, || {
-        format!(
-            "the arow16 path copies 4×4 blocks: k_s={} must be a multiple of 4",
-            cfg.k_s
-        )
-    })
 }
 
 fn pipeline_rules(cfg: &KernelConfig) -> Rule {
@@ -386,12 +395,16 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
             problem.a_layout
         )
     })?;
-    rule(cfg.a_copy != ACopy::Row16 || problem.k % 4 == 0, || {
-        format!(
-            "the arow16 path loads 16 bytes of a row: k={} must be a multiple of 4",
-            problem.k
-        )
-    })?;
+    rule(
+        !matches!(cfg.a_copy, ACopy::Row16 | ACopy::RowK) || problem.k % 4 == 0,
+        || {
+            format!(
+                "the {} path loads 16 bytes of a row: k={} must be a multiple of 4",
+                cfg.a_copy.token(),
+                problem.k
+            )
+        },
+    )?;
     rule(problem.n % 4 == 0, || {
         format!("n={} must be a multiple of 4", problem.n)
     })?;

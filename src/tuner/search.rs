@@ -226,9 +226,13 @@ const fn seed(
 /// layout at m = 256 and 4096, 4096², then targeted timings of the best shapes with the
 /// other copy paths; docs/results/v4/): per A layout and density band, the fastest shapes
 /// at m = 4096 and the fastest at m = 256. Split-K 2 and 4 join where the grid is small.
+/// The `RowK` path came after the sweep: its seeds are the fastest of the non-packing
+/// column-major winners' shapes with warps of at most 8 lane rows (its scalar A reads reach
+/// 8 bank groups) timed at 4096³ and m = 256 on the H100 (docs/results/v4.5/h100-time.txt);
+/// none for dense, where it lost to `Row16`.
 #[rustfmt::skip]
-const SWEEP_SEEDS: [Seed; 31] = {
-    use ACopy::{Col16, Row16, Row4};
+const SWEEP_SEEDS: [Seed; 43] = {
+    use ACopy::{Col16, Row16, Row4, RowK};
     use ALayout::{ColMajor as C, RowMajor as R};
     [
         //    layout  N/M ≤   copy    (m_s, n_s, k_s)   (m_t, n_t) warp     pack  stages min_blocks
@@ -263,6 +267,18 @@ const SWEEP_SEEDS: [Seed; 31] = {
         seed(R, 1.0, Row4, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
         seed(R, 1.0, Row16, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
         seed(R, 1.0, Row4, (128, 128, 32), (8, 8), (2, 16), false, 2, 2),
+        seed(R, 0.125, RowK, (128, 256, 64), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.125, RowK, (32, 256, 128), (8, 4), (4, 8), false, 2, 2),
+        seed(R, 0.125, RowK, (64, 256, 64), (8, 8), (8, 4), false, 4, 1),
+        seed(R, 0.125, RowK, (64, 128, 32), (8, 8), (8, 4), false, 3, 3),
+        seed(R, 0.25, RowK, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
+        seed(R, 0.25, RowK, (128, 256, 64), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.25, RowK, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.375, RowK, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
+        seed(R, 0.375, RowK, (128, 256, 64), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.375, RowK, (128, 256, 32), (16, 8), (8, 4), false, 3, 1),
+        seed(R, 0.5, RowK, (64, 128, 32), (8, 8), (8, 4), false, 3, 3),
+        seed(R, 0.5, RowK, (64, 128, 32), (8, 8), (8, 4), false, 2, 1),
     ]
 };
 
