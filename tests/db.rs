@@ -40,7 +40,7 @@ fn random_config(rng: &mut SmallRng, problem: &Problem) -> KernelConfig {
         packing: rng.gen_bool(0.5),
         stages: pick(rng, &[2, 3, 4]),
         min_blocks: pick(rng, &[1, 2, 3]),
-        split_k: pick(rng, &[1, 2, 4]),
+        split_k: pick(rng, &[1, 2, 3, 4, 6]),
     }
 }
 

@@ -155,7 +155,7 @@ fn every_template_family_matches_the_cpu_reference() {
         for a_copy in ACopy::ALL {
             for packing in [false, true] {
                 for stages in [2, 3, 4] {
-                    for split_k in [1, 2, 4] {
+                    for split_k in [1, 3, 4] {
                         for shape in [Shape::Medium, Shape::Large, Shape::Wide] {
                             let cfg = config(nm, l, a_copy, packing, stages, split_k, shape);
                             if validate::validate(&cfg, gpu.profile()).is_ok() {

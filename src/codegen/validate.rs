@@ -16,8 +16,9 @@ use crate::problem::{NmPattern, Problem};
 pub const MAX_TILE: u32 = 256;
 /// Thread-tile sizes the inner kernel supports (whole 4×4 sub-tiles, read as float4).
 pub const THREAD_TILES: [u32; 3] = [4, 8, 16];
-/// Split-K factors the tuner may choose.
-pub const SPLIT_K_VALUES: [u32; 4] = [1, 2, 4, 8];
+/// Split-K factors the tuner may choose. Not only powers of two: 3 and 6 fill waves that 2,
+/// 4 and 8 leave ragged (the template gives each split ceil(k_tiles / split_k) k-tiles).
+pub const SPLIT_K_VALUES: [u32; 6] = [1, 2, 3, 4, 6, 8];
 /// Depths of the cp.async ring.
 pub const STAGES: std::ops::RangeInclusive<u32> = 2..=4;
 /// Values of `min_blocks` (`__launch_bounds__`' second argument).

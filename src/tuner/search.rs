@@ -1,9 +1,10 @@
 //! Search strategies: which configurations to time for a problem.
 
+use crate::codegen::validate::SPLIT_K_VALUES;
 use crate::codegen::{enumerate, validate, ACopy, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one::{self, PACKING_MIN_SPARSITY};
-use crate::model::ranked;
+use crate::model::{predict, ranked};
 use crate::problem::{ALayout, Problem};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
@@ -116,7 +117,7 @@ pub fn model_picks(ranked: &[KernelConfig], top: usize, neighbours: bool) -> Vec
 }
 
 /// The paper's pruning rules: packing only at high sparsity, split-K only when the grid
-/// cannot fill the GPU, thread tiles of at least 4×8.
+/// cannot fill the GPU (or fills its waves poorly), thread tiles of at least 4×8.
 fn paper_rules(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
     let sparse = problem.nm.sparsity() >= PACKING_MIN_SPARSITY;
     if cfg.packing && !sparse {
@@ -125,10 +126,55 @@ fn paper_rules(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool 
     split_k_allowed(cfg, problem, gpu) && cfg.m_t * cfg.n_t >= 32
 }
 
-/// Split-K only when the grid cannot fill the GPU twice over.
+/// Below this predicted wave efficiency of the unsplit grid, split-K may even out the waves
+/// (m = 256 layers: 128 blocks on 3 × 132 slots fill 32 % of the only wave, 384 fill 97 %).
+const SPLIT_K_BELOW_WAVE_EFFICIENCY: f64 = 0.9;
+/// k-tiles every split keeps at least: fewer leave the cp.async ring's prologue unhidden.
+const MIN_K_TILES_PER_SPLIT: usize = 4;
+
+/// Split-K only when the grid cannot fill the GPU twice over (the paper's rule) or when it
+/// leaves its last wave poorly filled, and never into splits of fewer than
+/// [`MIN_K_TILES_PER_SPLIT`] k-tiles.
 fn split_k_allowed(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
+    if cfg.split_k == 1 {
+        return true;
+    }
+    let k_tiles = problem.k.div_ceil(cfg.k_s as usize);
+    if k_tiles < MIN_K_TILES_PER_SPLIT * cfg.split_k as usize {
+        return false;
+    }
     let tiles = problem.m.div_ceil(cfg.m_s as usize) * problem.n.div_ceil(cfg.n_s as usize);
-    cfg.split_k == 1 || tiles < 2 * gpu.sm_count as usize
+    let unsplit = KernelConfig { split_k: 1, ..*cfg };
+    tiles < 2 * gpu.sm_count as usize
+        || predict(&unsplit, problem, gpu).wave_efficiency < SPLIT_K_BELOW_WAVE_EFFICIENCY
+}
+
+/// Split-K factors timed per seed shape besides 1: the model's fastest allowed ones.
+const SEED_SPLITS: usize = 2;
+
+/// A seed is timed when it is valid for the problem on `gpu` and its split-K is allowed.
+fn seed_allowed(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
+    validate::validate(cfg, gpu).is_ok()
+        && validate::validate_for_problem(cfg, problem).is_ok()
+        && split_k_allowed(cfg, problem, gpu)
+}
+
+/// A seed shape with split-K 1 and the [`SEED_SPLITS`] allowed factors the model predicts
+/// fastest for `problem` among those it predicts faster than no split.
+fn with_splits(base: KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let unsplit = KernelConfig { split_k: 1, ..base };
+    let unsplit_s = predict(&unsplit, problem, gpu).time_s;
+    let split: Vec<KernelConfig> = SPLIT_K_VALUES
+        .iter()
+        .filter(|&&s| s > 1)
+        .map(|&split_k| KernelConfig { split_k, ..base })
+        .filter(|cfg| seed_allowed(cfg, problem, gpu))
+        .filter(|cfg| predict(cfg, problem, gpu).time_s < unsplit_s)
+        .collect();
+    std::iter::once(unsplit)
+        .filter(|cfg| seed_allowed(cfg, problem, gpu))
+        .chain(ranked(split, problem, gpu).into_iter().take(SEED_SPLITS))
+        .collect()
 }
 
 /// Differs from `a` in exactly one parameter.
@@ -153,20 +199,18 @@ fn is_neighbour(a: &KernelConfig, b: &KernelConfig) -> bool {
 /// thread tile and warp arrangement of the table; k_s = 32 without packing at moderate
 /// sparsity, k_s = 64 with packing above [`PACKING_MIN_SPARSITY`]; two stages. Every class
 /// whose configuration is valid for the problem is a seed of every search (with split-K 2
-/// and 4 where the grid is too small to fill the GPU), so that the tuned kernel is never
-/// slower than the paper's fixed kernels.
+/// and 4, as the authors' kernels run, and the model's best factors where the split-K rule
+/// allows them), so that the tuned kernel is never slower than the paper's fixed kernels.
 pub fn table_one_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let mut seeds = Vec::new();
     for class in 0..table_one::CLASSES {
         let Some(base) = table_one::config(class, problem, gpu) else {
             continue;
         };
-        for split_k in [1, 2, 4] {
-            let cfg = KernelConfig { split_k, ..base };
-            let valid = validate::validate(&cfg, gpu).is_ok()
-                && validate::validate_for_problem(&cfg, problem).is_ok()
-                && split_k_allowed(&cfg, problem, gpu);
-            if valid && !seeds.contains(&cfg) {
+        let papers = [2, 4].map(|split_k| KernelConfig { split_k, ..base });
+        let allowed = papers.into_iter().filter(|c| seed_allowed(c, problem, gpu));
+        for cfg in with_splits(base, problem, gpu).into_iter().chain(allowed) {
+            if !seeds.contains(&cfg) {
                 seeds.push(cfg);
             }
         }
@@ -306,7 +350,7 @@ impl Seed {
 /// Density bands of [`SWEEP_SEEDS`], ascending.
 const DENSITY_BANDS: [f64; 5] = [0.125, 0.25, 0.375, 0.5, 1.0];
 
-/// The [`SWEEP_SEEDS`] of the problem's layout and density band, with split-K 1, 2 and 4,
+/// The [`SWEEP_SEEDS`] of the problem's layout and density band, each [`with_splits`],
 /// valid for it on `gpu` and allowed by the paper's rules.
 pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let density = problem.nm.density();
@@ -317,12 +361,8 @@ pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     SWEEP_SEEDS
         .iter()
         .filter(|s| s.layout == problem.a_layout && s.max_density == band)
-        .flat_map(|s| [1, 2, 4].map(|split_k| s.config(problem, split_k)))
-        .filter(|cfg| {
-            validate::validate(cfg, gpu).is_ok()
-                && validate::validate_for_problem(cfg, problem).is_ok()
-                && paper_rules(cfg, problem, gpu)
-        })
+        .flat_map(|s| with_splits(s.config(problem, 1), problem, gpu))
+        .filter(|cfg| paper_rules(cfg, problem, gpu))
         .collect()
 }
 
