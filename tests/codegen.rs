@@ -287,11 +287,15 @@ fn copy_maps_cover_the_tiles() {
                 ACopy::Col16 => 4,
                 ACopy::Row4 => 1,
                 ACopy::Row16 => 16,
+                ACopy::RowK => 4,
             };
-            assert!(
-                maps.a_units * threads * a_per_unit >= cfg.m_s * cfg.a_rows(),
-                "{cfg}"
-            );
+            // The A tile holds m_s rows of A's k-tile (`RowK`) or a_rows columns of it.
+            let a_elements = if cfg.a_copy.keeps_rows() {
+                cfg.m_s * cfg.k_s
+            } else {
+                cfg.m_s * cfg.a_rows()
+            };
+            assert!(maps.a_units * threads * a_per_unit >= a_elements, "{cfg}");
             assert!(maps.b_vecs * threads >= cfg.w_s() * cfg.n_s / 4, "{cfg}");
             assert!(maps.d_elems * threads >= cfg.w_s() * cfg.q_s(), "{cfg}");
         }
