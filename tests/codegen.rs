@@ -139,7 +139,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
                 packing: true,
                 ..b
             },
-            "arow16 path stages whole k_s windows",
+            "arow16 path copies whole k_s windows",
         ),
         (
             KernelConfig { min_blocks: 5, ..b },
