@@ -11,8 +11,9 @@ use serde::Serialize;
 /// A search strategy on the command line: `tuner::Strategy`, described for its users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum StrategyArg {
-    /// The paper's rules prune the space, the model ranks what is left and keeps its best 6,
-    /// the Table I tiles and the sweep's winning shapes join as seeds
+    /// The paper's rules prune the space, the model ranks what is left and keeps its best 3,
+    /// the Table I tiles and the sweep's winning shapes join as seeds (with split-K where the
+    /// grid fills its waves poorly)
     #[default]
     Pruned,
     /// Every valid configuration (candidates clearly slower than the best are abandoned early)
