@@ -174,7 +174,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
         ),
         (KernelConfig { stages: 5, ..b }, "2 to 4 stages"),
         (KernelConfig { stages: 1, ..b }, "2 to 4 stages"),
-        (KernelConfig { split_k: 3, ..b }, "split_k=3 must be one of"),
+        (KernelConfig { split_k: 5, ..b }, "split_k=5 must be one of"),
         (
             KernelConfig {
                 nm: nm(2, 4),

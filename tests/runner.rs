@@ -2,7 +2,8 @@
 //! user relies on: a run killed inside a problem resumes without running anything twice and
 //! ends where an uninterrupted run ends; the faulting kernel is stored and never run again;
 //! slower candidates are abandoned against the best so far; the best entry is the fastest
-//! verified one, and wrong results never are.
+//! verified one, and wrong results never are; `nmtune bench`'s run of the same loop (its own
+//! kernel lists, a recorder that keeps nothing) times every kernel to the end.
 
 use nmtune::codegen::KernelConfig;
 use nmtune::db::{Database, Measurement, Source, Status};
@@ -10,9 +11,9 @@ use nmtune::gpu::GpuProfile;
 use nmtune::problem::{NmPattern, Problem};
 use nmtune::tuner::measure::{Outcome, Timing, TimingPlan};
 use nmtune::tuner::runner::{Runner, Session, Trial};
-use nmtune::tuner::{tune_with_runner, Strategy, TuneError, TuneOptions};
+use nmtune::tuner::{run_plans, tune_with_runner, Recorder, Strategy, TuneError, TuneOptions};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -313,4 +314,69 @@ fn a_run_killed_by_a_fault_resumes_without_running_anything_twice() {
         best(&clean),
         "ends where an uninterrupted run ends"
     );
+}
+
+/// `nmtune bench`'s kind of recorder: keeps every row in memory, abandons nothing.
+#[derive(Default)]
+struct Keep {
+    rows: Vec<Measurement>,
+    finished: Vec<Problem>,
+}
+
+impl Recorder for Keep {
+    fn stored(&self, _problem: &Problem) -> Result<HashSet<String>, TuneError> {
+        Ok(HashSet::new())
+    }
+    fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
+        self.rows.push(row.clone());
+        Ok(())
+    }
+    fn finish(&mut self, problem: &Problem, last: Option<&Measurement>) -> Result<(), TuneError> {
+        self.rows.extend(last.cloned());
+        self.finished.push(*problem);
+        Ok(())
+    }
+    fn abandons(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_benchmark_runs_the_same_loop_times_every_kernel_to_the_end_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // The plans a user asks for: the pruned candidates of every problem.
+    let plans: Vec<(Problem, Vec<KernelConfig>)> = problems()
+        .into_iter()
+        .map(|p| {
+            let configs = nmtune::tuner::search::candidates(&p, &h200(), Strategy::Pruned);
+            (p, configs)
+        })
+        .collect();
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let fake = Fake {
+        calls: Rc::clone(&calls),
+        fault: None,
+    };
+    let mut keep = Keep::default();
+    run_plans(fake, "h200", &plans, &mut keep, true).unwrap();
+    let calls = calls.borrow();
+    let asked: usize = plans.iter().map(|(_, c)| c.len()).sum();
+    assert_eq!(calls.len(), asked, "every kernel asked for ran once");
+    assert!(
+        calls.iter().all(|c| c.best_us.is_none()),
+        "no bar: nothing abandoned"
+    );
+    assert_eq!(keep.rows.len(), asked, "one row per kernel");
+    assert!(keep.rows.iter().all(|r| r.status != Status::Abandoned));
+    let finished: HashSet<Problem> = keep.finished.iter().copied().collect();
+    assert_eq!(
+        keep.finished.len(),
+        problems().len(),
+        "every problem ended once"
+    );
+    assert_eq!(finished, problems().into_iter().collect::<HashSet<_>>());
+    // The same kernels through the tuning run abandon some, and store what they gave.
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    run(None, &db, dir.path()).1.unwrap();
+    assert!(rows(&db).values().any(|m| m.status == Status::Abandoned));
 }

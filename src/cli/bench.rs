@@ -9,12 +9,13 @@ use super::tune::{cache_dir_or_default, open_gpu};
 use anyhow::{bail, Context};
 use clap::Args;
 use nmtune::codegen::KernelConfig;
-use nmtune::db::Database;
+use nmtune::db::{Database, Measurement, Status};
 use nmtune::problem::{ALayout, Problem};
 use nmtune::summary::{speedup_rows, speedup_table};
+use nmtune::tuner::gpu_runner::GpuRunner;
 use nmtune::tuner::measure::TimingPlan;
-use nmtune::tuner::profile::{profile_problem, ProblemProfile};
-use nmtune::tuner::search;
+use nmtune::tuner::{run_plans, search, Recorder, TuneError};
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -67,6 +68,9 @@ pub struct BenchArgs {
 
 const CSV_HEADER: &str = "gpu,problem,kernel,registers,spill_bytes,median_us,min_us,runs,effective_tflops,fp32_tflops,cublas_us,speedup,rel_error,error";
 
+/// Seed of the random inputs.
+const SEED: u64 = 0x6265_6e63;
+
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let jobs = jobs(args)?;
     let gpu = open_gpu(
@@ -79,35 +83,83 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         ..TimingPlan::default()
     };
     let cache = cache_dir_or_default(args.cache_dir.clone());
-    let mut csv = match &args.csv {
+    let csv = match &args.csv {
         Some(path) => {
             let mut file = std::fs::File::create(path)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             writeln!(file, "{CSV_HEADER}")?;
-            Some(file)
+            Some((path.clone(), file))
         }
         None => None,
     };
     let gpu_name = gpu.profile().name.clone();
     println!("{}", header());
-    let mut best_speedups = Vec::new();
-    for (problem, configs) in &jobs {
-        let profile = profile_problem(&gpu, problem, configs, plan, &cache, 0x6265_6e63)?;
-        for line in lines(&gpu_name, &profile) {
-            println!("{}", line.table);
-            if let Some(file) = csv.as_mut() {
-                writeln!(file, "{}", line.csv)?;
-            }
-        }
-        if let Some(best) = best_speedup(&profile) {
-            best_speedups.push((*problem, best));
-        }
-    }
+    let mut printer = Printer {
+        gpu: gpu_name.clone(),
+        asked: jobs.iter().cloned().collect(),
+        rows: Vec::new(),
+        csv,
+        best_speedups: Vec::new(),
+    };
+    // The tuning loop itself, with nothing stored and nothing abandoned.
+    let runner = GpuRunner::new(gpu, plan, cache, SEED);
+    run_plans(runner, &gpu_name, &jobs, &mut printer, true)?;
     if jobs.len() > 1 {
         println!("\nspeed-up over cuBLAS SGEMM (FP32, same run, medians of {} runs), best kernel per problem:", args.runs);
-        print!("{}", speedup_table(&speedup_rows(&best_speedups)));
+        print!("{}", speedup_table(&speedup_rows(&printer.best_speedups)));
     }
     Ok(())
+}
+
+/// `nmtune bench`'s end of the tuning loop: nothing stored, every kernel timed to the end,
+/// each problem's lines printed (and written as CSV) as soon as it finishes, in the order the
+/// kernels were asked for.
+struct Printer {
+    gpu: String,
+    asked: HashMap<Problem, Vec<KernelConfig>>,
+    rows: Vec<Measurement>,
+    csv: Option<(PathBuf, std::fs::File)>,
+    best_speedups: Vec<(Problem, f64)>,
+}
+
+impl Recorder for Printer {
+    fn stored(&self, _problem: &Problem) -> Result<HashSet<String>, TuneError> {
+        Ok(HashSet::new())
+    }
+
+    fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
+        self.rows.push(row.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, problem: &Problem, last: Option<&Measurement>) -> Result<(), TuneError> {
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.extend(last.cloned());
+        let asked = &self.asked[problem];
+        rows.sort_by_key(|r| asked.iter().position(|c| *c == r.config));
+        for line in lines(&self.gpu, &rows) {
+            println!("{}", line.table);
+            if let Some((path, file)) = self.csv.as_mut() {
+                writeln!(file, "{}", line.csv).map_err(|e| {
+                    TuneError::Recorder(format!("cannot write {}: {e}", path.display()))
+                })?;
+            }
+        }
+        if let Some(best) = best_speedup(&rows) {
+            self.best_speedups.push((*problem, best));
+        }
+        Ok(())
+    }
+
+    fn abandons(&self) -> bool {
+        false
+    }
+}
+
+/// A row's verified median time, when it has one.
+fn timed_us(row: &Measurement) -> Option<f64> {
+    let timed = matches!(row.status, Status::Ok | Status::Abandoned) && row.verified;
+    row.median_us.filter(|_| timed)
 }
 
 /// The (problem, kernels) pairs to time.
@@ -184,49 +236,51 @@ fn header() -> String {
     )
 }
 
-fn lines(gpu: &str, profile: &ProblemProfile) -> Vec<Line> {
-    let p = &profile.problem;
-    let cublas = profile.cublas.median_us;
-    profile
-        .kernels
-        .iter()
-        .map(|k| {
-            let name = k.config.name();
-            let regs = k.registers.map_or("-".into(), |r| r.to_string());
-            let spill = k.spill_bytes.map_or("-".into(), |s| s.to_string());
+fn lines(gpu: &str, rows: &[Measurement]) -> Vec<Line> {
+    rows.iter()
+        .map(|r| {
+            let p = &r.problem;
+            let cublas = r.cublas_us.unwrap_or(f64::NAN);
+            let name = r.config.name();
+            let regs = r.registers.map_or("-".into(), |v| v.to_string());
+            let spill = r.spill_bytes.map_or("-".into(), |v| v.to_string());
             // In CSV a missing value is an empty field.
-            let csv_regs = k.registers.map_or(String::new(), |r| r.to_string());
-            let csv_spill = k.spill_bytes.map_or(String::new(), |s| s.to_string());
-            match &k.result {
-                Ok(t) => {
-                    let us = t.timing.median_us;
+            let csv_regs = r.registers.map_or(String::new(), |v| v.to_string());
+            let csv_spill = r.spill_bytes.map_or(String::new(), |v| v.to_string());
+            match timed_us(r) {
+                Some(us) => {
                     let eff = p.dense_flops() / (us * 1e6);
                     let real = p.sparse_flops() / (us * 1e6);
+                    let rel_error = r.max_rel_error.unwrap_or(f64::NAN);
                     Line {
                         table: format!(
-                            "{:<28} {regs:>4} {spill:>5} {us:>10.1} {eff:>8.2} {real:>8.2} {cublas:>10.1} {:>6.2}x {:>9.2e}  {name}",
-                            p.to_string(), cublas / us, t.rel_error
+                            "{:<28} {regs:>4} {spill:>5} {us:>10.1} {eff:>8.2} {real:>8.2} {cublas:>10.1} {:>6.2}x {rel_error:>9.2e}  {name}",
+                            p.to_string(), cublas / us
                         ),
                         csv: format!(
-                            "{gpu},{p},{name},{csv_regs},{csv_spill},{us:.3},{:.3},{},{eff:.3},{real:.3},{cublas:.3},{:.4},{:.3e},",
-                            t.timing.min_us, t.timing.runs, cublas / us, t.rel_error
+                            "{gpu},{p},{name},{csv_regs},{csv_spill},{us:.3},{:.3},{},{eff:.3},{real:.3},{cublas:.3},{:.4},{rel_error:.3e},",
+                            r.min_us.unwrap_or(us), r.runs, cublas / us
                         ),
                     }
                 }
-                Err(reason) => Line {
-                    table: format!("{:<28} {regs:>4} {spill:>5} {:>10} {:>8} {:>8} {cublas:>10.1} {:>7} {:>9}  {name}: {reason}", p.to_string(), "-", "-", "-", "-", "-"),
-                    csv: format!("{gpu},{p},{name},{csv_regs},{csv_spill},,,,,,{cublas:.3},,,\"{}\"", reason.replace('"', "'")),
-                },
+                None => {
+                    let reason = format!(
+                        "{}: {}",
+                        r.status.as_str(),
+                        r.error.as_deref().unwrap_or("no verified time")
+                    );
+                    Line {
+                        table: format!("{:<28} {regs:>4} {spill:>5} {:>10} {:>8} {:>8} {cublas:>10.1} {:>7} {:>9}  {name}: {reason}", p.to_string(), "-", "-", "-", "-", "-"),
+                        csv: format!("{gpu},{p},{name},{csv_regs},{csv_spill},,,,,,{cublas:.3},,,\"{}\"", reason.replace('"', "'")),
+                    }
+                }
             }
         })
         .collect()
 }
 
-fn best_speedup(profile: &ProblemProfile) -> Option<f64> {
-    profile
-        .kernels
-        .iter()
-        .filter_map(|k| k.result.as_ref().ok())
-        .map(|t| profile.cublas.median_us / t.timing.median_us)
+fn best_speedup(rows: &[Measurement]) -> Option<f64> {
+    rows.iter()
+        .filter_map(|r| Some(r.cublas_us? / timed_us(r)?))
         .max_by(f64::total_cmp)
 }

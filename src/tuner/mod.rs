@@ -6,14 +6,14 @@
 //! where it stopped. The GPU runner ([`gpu_runner`]) compiles each distinct kernel once with
 //! the builder ([`build`], in parallel, cached on disk) and verifies and times it beside
 //! cuBLAS ([`measure`]); the model runner ([`model_runner`]) predicts instead, without a GPU;
-//! the tests drive the same loop with a deterministic fake runner.
+//! the tests drive the same loop with a deterministic fake runner. `nmtune bench` runs the
+//! same loop ([`run_plans`]) with a [`Recorder`] that prints instead of storing.
 
 pub mod build;
 pub mod evaluate;
 pub mod gpu_runner;
 pub mod measure;
 pub mod model_runner;
-pub mod profile;
 pub mod progress;
 mod run;
 pub mod runner;
@@ -21,7 +21,8 @@ pub mod search;
 pub mod workload;
 
 pub use run::{
-    check_supported, tune_on_gpu, tune_with_model, tune_with_runner, TuneOptions, TuneSummary,
+    check_supported, run_plans, tune_on_gpu, tune_with_model, tune_with_runner, Recorder,
+    TuneOptions, TuneSummary,
 };
 pub use search::Strategy;
 
@@ -44,6 +45,9 @@ pub enum TuneError {
         found: String,
         full_name: String,
     },
+    /// A recorder other than the database could not keep a result (`nmtune bench`'s CSV).
+    #[error("{0}")]
+    Recorder(String),
     #[error("no kernel configuration can run {count} of the problems asked for, such as {first}; nothing was tuned or stored: remove them from the shapes file")]
     Unsupported { count: usize, first: String },
     #[error("{kernel} broke the GPU context on {problem} ({detail}): recorded as launch_failed; everything measured so far is stored, and a fresh process resumes the run")]

@@ -13,7 +13,7 @@ use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
 use crate::kernels::table_one;
 use crate::problem::Problem;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -43,14 +43,13 @@ pub struct TuneSummary {
 }
 
 /// Everything a measurement row shares within one run.
-struct RunContext<'a> {
+struct RunContext {
     gpu_name: String,
     checksum: &'static str,
     source: Source,
-    db: &'a Database,
 }
 
-impl RunContext<'_> {
+impl RunContext {
     fn row(&self, problem: &Problem, config: &KernelConfig, status: Status) -> Measurement {
         Measurement {
             gpu: self.gpu_name.clone(),
@@ -71,6 +70,57 @@ impl RunContext<'_> {
             tool_version: crate::TOOL_VERSION.to_string(),
             created_at: chrono::Utc::now().to_rfc3339(),
         }
+    }
+}
+
+/// Where the loop's rows go: the tuning database (a tuning run: resumes, stores every row as
+/// it comes) or, for `nmtune bench`, the caller (nothing stored, every candidate run to the end).
+pub trait Recorder {
+    /// Kernels of `problem` an earlier run stored already: the loop does not run them again.
+    fn stored(&self, problem: &Problem) -> Result<HashSet<String>, TuneError>;
+    /// One row of `problem`, as soon as it is known (all but the problem's last).
+    fn record(&mut self, row: &Measurement) -> Result<(), TuneError>;
+    /// The end of `problem`, with its last row when it had one.
+    fn finish(&mut self, problem: &Problem, last: Option<&Measurement>) -> Result<(), TuneError>;
+    /// Whether candidates clearly slower than the best so far are abandoned (tuning) or every
+    /// one is timed to the end (a benchmark).
+    fn abandons(&self) -> bool {
+        true
+    }
+}
+
+/// The tuning database as the loop's [`Recorder`].
+struct DbRecorder<'a> {
+    db: &'a Database,
+    gpu_name: String,
+    checksum: &'static str,
+    strategy: &'static str,
+    source: Source,
+}
+
+impl Recorder for DbRecorder<'_> {
+    fn stored(&self, problem: &Problem) -> Result<HashSet<String>, TuneError> {
+        Ok(self
+            .db
+            .measured_kernels(&self.gpu_name, problem, self.checksum, self.source)?)
+    }
+
+    fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
+        Ok(self.db.record(row)?)
+    }
+
+    fn finish(&mut self, problem: &Problem, last: Option<&Measurement>) -> Result<(), TuneError> {
+        // The last result and the done mark in one transaction: a run killed at any point
+        // leaves no result of an unfinished problem behind a finished one, and a model run
+        // (one result per problem) never a result without its done mark.
+        self.db.record_and_mark_done(
+            last.map_or(&[], std::slice::from_ref),
+            (&self.gpu_name, problem),
+            self.checksum,
+            self.strategy,
+            self.source,
+        )?;
+        Ok(())
     }
 }
 
@@ -147,11 +197,10 @@ pub fn tune_on_gpu(
 }
 
 /// The tuning loop, for any [`Runner`]: the problems not done yet on `profile`'s GPU with this
-/// build's templates, grouped by weight (smallest m first); per problem the strategy's
-/// candidates, minus those a killed run already stored, in the runner's order; every result
-/// stored as soon as it is known, the problem marked done after its last.
+/// build's templates, each with the runner's plan of candidates, through [`run_plans`] into
+/// the database.
 pub fn tune_with_runner<R: Runner>(
-    mut runner: R,
+    runner: R,
     profile: &GpuProfile,
     problems: &[Problem],
     db: &Database,
@@ -160,41 +209,68 @@ pub fn tune_with_runner<R: Runner>(
     let started = Instant::now();
     check_supported(problems, profile)?;
     db.upsert_gpu(profile)?;
-    let ctx = RunContext {
-        gpu_name: profile.name.clone(),
-        checksum: template_checksum(),
-        source: runner.source(),
-        db,
-    };
-    let todo = pending(db, &profile.name, problems, ctx.source)?;
+    let source = runner.source();
+    let todo = pending(db, &profile.name, problems, source)?;
     let plans: Vec<(Problem, Vec<KernelConfig>)> = todo
         .iter()
         .copied()
         .zip(runner.plan(&todo, profile, opts.strategy))
         .collect();
-    let all_configs: Vec<KernelConfig> =
-        plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
     if !opts.quiet && runner.compiles() {
         eprintln!(
             "nmtune: {} problems to tune ({} already done), {} candidates, compiling for {}",
             todo.len(),
             problems.len() - todo.len(),
-            all_configs.len(),
+            plans.iter().map(|(_, c)| c.len()).sum::<usize>(),
             profile.arch()
         );
     }
-    runner.prepare(&all_configs);
-
-    let mut summary = TuneSummary {
-        problems_total: problems.len(),
-        problems_skipped: problems.len() - todo.len(),
-        ..Default::default()
+    let mut recorder = DbRecorder {
+        db,
+        gpu_name: profile.name.clone(),
+        checksum: template_checksum(),
+        strategy: opts.strategy.as_str(),
+        source,
     };
+    let mut summary = run_plans(runner, &profile.name, &plans, &mut recorder, opts.quiet)?;
+    summary.problems_total = problems.len();
+    summary.problems_skipped = problems.len() - todo.len();
+    summary.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// The one loop every backend runs (tuning on the GPU, the model, `nmtune bench`): build
+/// every candidate of `plans` once, then problem by problem (grouped by weight, smallest m
+/// first) the candidates the recorder has not stored yet, in the runner's order, each result
+/// handed to the recorder as soon as it is known, the problem's last with its end.
+pub fn run_plans<R: Runner, S: Recorder>(
+    mut runner: R,
+    gpu_name: &str,
+    plans: &[(Problem, Vec<KernelConfig>)],
+    recorder: &mut S,
+    quiet: bool,
+) -> Result<TuneSummary, TuneError> {
+    let ctx = RunContext {
+        gpu_name: gpu_name.to_string(),
+        checksum: template_checksum(),
+        source: runner.source(),
+    };
+    let all_configs: Vec<KernelConfig> =
+        plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+    runner.prepare(&all_configs);
+    let mut summary = TuneSummary::default();
     // The unit of work is a candidate: problems differ a hundredfold in their number.
-    let mut bar = Progress::new(all_configs.len(), "candidates", opts.quiet);
-    for group in group_by_weight(&plans) {
+    let mut bar = Progress::new(all_configs.len(), "candidates", quiet);
+    for group in group_by_weight(plans) {
         for (problem, configs) in group {
-            let result = tune_problem(&mut runner, &ctx, problem, configs, &mut summary, &mut bar);
+            let result = run_problem(
+                &mut runner,
+                &ctx,
+                (problem, configs),
+                recorder,
+                &mut summary,
+                &mut bar,
+            );
             let last = match result {
                 Ok(last) => last,
                 Err(err) => {
@@ -209,21 +285,11 @@ pub fn tune_with_runner<R: Runner>(
                     return Err(err);
                 }
             };
-            // The last result and the done mark in one transaction: a run killed at any
-            // point leaves no result of an unfinished problem behind a finished one, and a
-            // model run (one result per problem) never a result without its done mark.
-            db.record_and_mark_done(
-                last.as_slice(),
-                (&ctx.gpu_name, problem),
-                ctx.checksum,
-                opts.strategy.as_str(),
-                ctx.source,
-            )?;
+            recorder.finish(problem, last.as_ref())?;
             summary.problems_tuned += 1;
         }
     }
     bar.clear();
-    summary.elapsed_s = started.elapsed().as_secs_f64();
     Ok(summary)
 }
 
@@ -246,19 +312,17 @@ fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> Vec<Vec<Plan<'_>>>
     groups
 }
 
-/// One problem's candidates through the runner, each stored as soon as it is known but the
-/// last, which is returned for the caller to store with the problem's done mark.
-fn tune_problem<R: Runner>(
+/// One problem's candidates through the runner, each handed to the recorder as soon as it is
+/// known but the last, which is returned for the caller to hand over with the problem's end.
+fn run_problem<R: Runner, S: Recorder>(
     runner: &mut R,
-    ctx: &RunContext<'_>,
-    problem: &Problem,
-    configs: &[KernelConfig],
+    ctx: &RunContext,
+    (problem, configs): Plan<'_>,
+    recorder: &mut S,
     summary: &mut TuneSummary,
     bar: &mut Progress,
 ) -> Result<Option<Measurement>, TuneError> {
-    let already = ctx
-        .db
-        .measured_kernels(&ctx.gpu_name, problem, ctx.checksum, ctx.source)?;
+    let already = recorder.stored(problem)?;
     let skipped = configs
         .iter()
         .filter(|c| already.contains(&c.name()))
@@ -275,7 +339,8 @@ fn tune_problem<R: Runner>(
         .collect();
     let mut last = None;
     for (i, config) in todo.iter().enumerate() {
-        let mut trial = session.run(config, best_us);
+        let abandon_above = if recorder.abandons() { best_us } else { None };
+        let mut trial = session.run(config, abandon_above);
         let mut row = ctx.row(problem, config, Status::Ok);
         row.cublas_us = baseline_us;
         trial.fill(&mut row);
@@ -295,15 +360,15 @@ fn tune_problem<R: Runner>(
             _ => summary.candidates_failed += 1,
         }
         if let Some(err) = trial.fatal.take() {
-            ctx.db.record(&row)?;
+            recorder.record(&row)?;
             // A kernel may still be using the session's memory (see Trial::fatal).
             std::mem::forget(session);
             return Err(err);
         }
         if i + 1 == todo.len() {
-            last = Some(row); // stored with the done mark, by the caller
+            last = Some(row); // handed over with the problem's end, by the caller
         } else {
-            ctx.db.record(&row)?;
+            recorder.record(&row)?;
         }
         bar.finish(1);
     }
