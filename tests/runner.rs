@@ -11,7 +11,7 @@ use nmtune::gpu::GpuProfile;
 use nmtune::problem::{NmPattern, Problem};
 use nmtune::tuner::measure::{Outcome, Timing, TimingPlan};
 use nmtune::tuner::runner::{Runner, Session, Trial};
-use nmtune::tuner::{run_plans, tune_with_runner, Recorder, Strategy, TuneError, TuneOptions};
+use nmtune::tuner::{run_plans, tune_with_runner, Benchmark, Strategy, TuneError, TuneOptions};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -316,31 +316,6 @@ fn a_run_killed_by_a_fault_resumes_without_running_anything_twice() {
     );
 }
 
-/// `nmtune bench`'s kind of recorder: keeps every row in memory, abandons nothing.
-#[derive(Default)]
-struct Keep {
-    rows: Vec<Measurement>,
-    finished: Vec<Problem>,
-}
-
-impl Recorder for Keep {
-    fn stored(&self, _problem: &Problem) -> Result<HashSet<String>, TuneError> {
-        Ok(HashSet::new())
-    }
-    fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
-        self.rows.push(row.clone());
-        Ok(())
-    }
-    fn finish(&mut self, problem: &Problem, last: Option<&Measurement>) -> Result<(), TuneError> {
-        self.rows.extend(last.cloned());
-        self.finished.push(*problem);
-        Ok(())
-    }
-    fn abandons(&self) -> bool {
-        false
-    }
-}
-
 #[test]
 fn a_benchmark_runs_the_same_loop_times_every_kernel_to_the_end_and_stores_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -357,8 +332,15 @@ fn a_benchmark_runs_the_same_loop_times_every_kernel_to_the_end_and_stores_nothi
         calls: Rc::clone(&calls),
         fault: None,
     };
-    let mut keep = Keep::default();
-    run_plans(fake, "h200", &plans, &mut keep, true).unwrap();
+    let mut kept: Vec<Measurement> = Vec::new();
+    let mut finished: Vec<Problem> = Vec::new();
+    let mut bench = Benchmark::new(|problem: &Problem, rows: Vec<Measurement>| {
+        kept.extend(rows);
+        finished.push(*problem);
+        Ok(())
+    });
+    run_plans(fake, "h200", &plans, &mut bench, true).unwrap();
+    drop(bench);
     let calls = calls.borrow();
     let asked: usize = plans.iter().map(|(_, c)| c.len()).sum();
     assert_eq!(calls.len(), asked, "every kernel asked for ran once");
@@ -366,14 +348,10 @@ fn a_benchmark_runs_the_same_loop_times_every_kernel_to_the_end_and_stores_nothi
         calls.iter().all(|c| c.best_us.is_none()),
         "no bar: nothing abandoned"
     );
-    assert_eq!(keep.rows.len(), asked, "one row per kernel");
-    assert!(keep.rows.iter().all(|r| r.status != Status::Abandoned));
-    let finished: HashSet<Problem> = keep.finished.iter().copied().collect();
-    assert_eq!(
-        keep.finished.len(),
-        problems().len(),
-        "every problem ended once"
-    );
+    assert_eq!(kept.len(), asked, "one row per kernel");
+    assert!(kept.iter().all(|r| r.status != Status::Abandoned));
+    assert_eq!(finished.len(), problems().len(), "every problem ended once");
+    let finished: HashSet<Problem> = finished.into_iter().collect();
     assert_eq!(finished, problems().into_iter().collect::<HashSet<_>>());
     // The same kernels through the tuning run abandon some, and store what they gave.
     let db = Database::open(&dir.path().join("t.sqlite")).unwrap();

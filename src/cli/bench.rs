@@ -14,8 +14,8 @@ use nmtune::problem::{ALayout, Problem};
 use nmtune::summary::{speedup_rows, speedup_table};
 use nmtune::tuner::gpu_runner::GpuRunner;
 use nmtune::tuner::measure::TimingPlan;
-use nmtune::tuner::{run_plans, search, Recorder, TuneError};
-use std::collections::{HashMap, HashSet};
+use nmtune::tuner::{run_plans, search, Benchmark, TuneError};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -97,13 +97,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let mut printer = Printer {
         gpu: gpu_name.clone(),
         asked: jobs.iter().cloned().collect(),
-        rows: Vec::new(),
         csv,
         best_speedups: Vec::new(),
     };
     // The tuning loop itself, with nothing stored and nothing abandoned.
     let runner = GpuRunner::new(gpu, plan, cache, SEED);
-    run_plans(runner, &gpu_name, &jobs, &mut printer, true)?;
+    let mut bench = Benchmark::new(|problem: &Problem, rows| printer.print(problem, rows));
+    run_plans(runner, &gpu_name, &jobs, &mut bench, true)?;
     if jobs.len() > 1 {
         println!("\nspeed-up over cuBLAS SGEMM (FP32, same run, medians of {} runs), best kernel per problem:", args.runs);
         print!("{}", speedup_table(&speedup_rows(&printer.best_speedups)));
@@ -111,30 +111,17 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `nmtune bench`'s end of the tuning loop: nothing stored, every kernel timed to the end,
-/// each problem's lines printed (and written as CSV) as soon as it finishes, in the order the
-/// kernels were asked for.
+/// Prints each problem's lines (and writes them as CSV) as soon as it finishes, in the order
+/// the kernels were asked for.
 struct Printer {
     gpu: String,
     asked: HashMap<Problem, Vec<KernelConfig>>,
-    rows: Vec<Measurement>,
     csv: Option<(PathBuf, std::fs::File)>,
     best_speedups: Vec<(Problem, f64)>,
 }
 
-impl Recorder for Printer {
-    fn stored(&self, _problem: &Problem) -> Result<HashSet<String>, TuneError> {
-        Ok(HashSet::new())
-    }
-
-    fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
-        self.rows.push(row.clone());
-        Ok(())
-    }
-
-    fn finish(&mut self, problem: &Problem, last: Option<&Measurement>) -> Result<(), TuneError> {
-        let mut rows = std::mem::take(&mut self.rows);
-        rows.extend(last.cloned());
+impl Printer {
+    fn print(&mut self, problem: &Problem, mut rows: Vec<Measurement>) -> Result<(), TuneError> {
         let asked = &self.asked[problem];
         rows.sort_by_key(|r| asked.iter().position(|c| *c == r.config));
         for line in lines(&self.gpu, &rows) {
@@ -149,10 +136,6 @@ impl Recorder for Printer {
             self.best_speedups.push((*problem, best));
         }
         Ok(())
-    }
-
-    fn abandons(&self) -> bool {
-        false
     }
 }
 

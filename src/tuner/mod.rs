@@ -21,8 +21,8 @@ pub mod search;
 pub mod workload;
 
 pub use run::{
-    check_supported, run_plans, tune_on_gpu, tune_with_model, tune_with_runner, Recorder,
-    TuneOptions, TuneSummary,
+    check_supported, run_plans, tune_on_gpu, tune_with_model, tune_with_runner, Benchmark,
+    Recorder, TuneOptions, TuneSummary,
 };
 pub use search::Strategy;
 

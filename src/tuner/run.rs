@@ -89,6 +89,49 @@ pub trait Recorder {
     }
 }
 
+/// A [`Recorder`] for benchmarks (`nmtune bench`): nothing stored, resumed or abandoned; each
+/// problem's rows, in the order they ran, go to `on_problem` when the problem ends.
+pub struct Benchmark<F> {
+    rows: Vec<Measurement>,
+    on_problem: F,
+}
+
+impl<F> Benchmark<F>
+where
+    F: FnMut(&Problem, Vec<Measurement>) -> Result<(), TuneError>,
+{
+    pub fn new(on_problem: F) -> Self {
+        Self {
+            rows: Vec::new(),
+            on_problem,
+        }
+    }
+}
+
+impl<F> Recorder for Benchmark<F>
+where
+    F: FnMut(&Problem, Vec<Measurement>) -> Result<(), TuneError>,
+{
+    fn stored(&self, _problem: &Problem) -> Result<HashSet<String>, TuneError> {
+        Ok(HashSet::new())
+    }
+
+    fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
+        self.rows.push(row.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, problem: &Problem, last: Option<&Measurement>) -> Result<(), TuneError> {
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.extend(last.cloned());
+        (self.on_problem)(problem, rows)
+    }
+
+    fn abandons(&self) -> bool {
+        false
+    }
+}
+
 /// The tuning database as the loop's [`Recorder`].
 struct DbRecorder<'a> {
     db: &'a Database,
