@@ -140,41 +140,52 @@ fn exact_match_returns_the_stored_entry() {
 }
 
 #[test]
-fn nearest_m_on_a_log_scale() {
+fn an_untuned_m_borrows_from_one_of_its_two_tuned_neighbours() {
     let p = problem(256, 4096, 4096, nm(8, 32));
-    let (_dir, path) = db_with(&[
-        row(p, config(32, p.nm), Source::Measured, 40.0),
-        row(
-            p.with_m(1024).unwrap(),
-            config(64, p.nm),
-            Source::Measured,
-            90.0,
-        ),
-        row(
-            p.with_m(4096).unwrap(),
-            config(128, p.nm),
-            Source::Measured,
-            300.0,
-        ),
-    ]);
+    let stored = [(256, 32, 40.0), (1024, 64, 90.0), (4096, 128, 300.0)];
+    let rows: Vec<_> = stored
+        .iter()
+        .map(|&(m, m_s, us)| {
+            row(
+                p.with_m(m).unwrap(),
+                config(m_s, p.nm),
+                Source::Measured,
+                us,
+            )
+        })
+        .collect();
+    let (_dir, path) = db_with(&rows);
     let lookup = Lookup::open(&path, GPU).unwrap();
     let at = |m: usize| lookup.lookup(&p.with_m(m).unwrap()).unwrap();
-    // 300/256 < 1024/300; 700 is nearer 1024 by ratio although nearer 256 by difference…
-    assert_eq!(at(300).rule, Rule::NearestM { from_m: 256 });
-    assert_eq!(at(300).config, config(32, p.nm));
-    assert_eq!(at(600).rule, Rule::NearestM { from_m: 1024 });
-    // …and 512 is exactly between 256 and 1024: the larger m wins.
-    assert_eq!(at(512).rule, Rule::NearestM { from_m: 1024 });
-    assert_eq!(at(1).rule, Rule::NearestM { from_m: 256 });
-    assert_eq!(at(20_000).rule, Rule::NearestM { from_m: 4096 });
-    let near = at(3000);
-    assert_eq!(near.rule, Rule::NearestM { from_m: 4096 });
-    assert_eq!(near.source, Some(Source::Measured));
-    assert_eq!(
-        near.median_us,
-        Some(300.0),
-        "times are the entry's, at from_m"
-    );
+    for (m, neighbours) in [
+        (300, &[256, 1024][..]),
+        (600, &[256, 1024]),
+        (3000, &[1024, 4096]),
+        (1, &[256]),
+        (20_000, &[4096]),
+    ] {
+        let choice = at(m);
+        let Rule::NearestM { from_m } = choice.rule else {
+            panic!("m = {m}: {:?}", choice.rule)
+        };
+        assert!(
+            neighbours.contains(&from_m),
+            "m = {m} borrowed from {from_m}"
+        );
+        // The entry's kernel (its split-K may change with m) and the entry's stored times.
+        let &(_, m_s, us) = stored.iter().find(|s| s.0 == from_m).unwrap();
+        let unsplit = KernelConfig {
+            split_k: 1,
+            ..choice.config
+        };
+        assert_eq!(unsplit, config(m_s, p.nm), "m = {m}");
+        assert_eq!(choice.source, Some(Source::Measured));
+        assert_eq!(
+            choice.median_us,
+            Some(us),
+            "times are the entry's, at from_m"
+        );
+    }
 }
 
 #[test]
@@ -480,16 +491,25 @@ fn lookups_never_cross_layouts() {
     assert_eq!(answer(col(at(1024))).config, col_config(32, p.nm));
     assert_eq!(answer(at(256)).rule, Rule::Exact);
     // Nearest m looks only at the problem's layout: column-major 256 and 4096 borrow from
-    // 1024, though row-major entries sit at those very m; row-major 1024 never borrows the
-    // column-major entry at its own m (256 and 4096 tie on the log scale: the larger wins).
+    // 1024 (its kernel, with the split-K the model prefers there), though row-major entries
+    // sit at those very m; row-major 1024 never borrows the column-major entry at its own m.
+    let unsplit = |c: KernelConfig| KernelConfig { split_k: 1, ..c };
     for m in [256, 4096] {
         let choice = answer(col(at(m)));
         assert_eq!(choice.rule, Rule::NearestM { from_m: 1024 }, "m={m}");
-        assert_eq!(choice.config, col_config(32, p.nm));
+        assert_eq!(unsplit(choice.config), col_config(32, p.nm));
     }
     let choice = answer(at(1024));
-    assert_eq!(choice.rule, Rule::NearestM { from_m: 4096 });
-    assert_eq!(choice.config, config(128, p.nm));
+    let Rule::NearestM { from_m } = choice.rule else {
+        panic!("{:?}", choice.rule)
+    };
+    let tuned = if from_m == 256 {
+        config(64, p.nm)
+    } else {
+        config(128, p.nm)
+    };
+    assert!([256, 4096].contains(&from_m));
+    assert_eq!(unsplit(choice.config), tuned);
     // A weight tuned only row-major: column-major gets the Table I default on the 16-byte
     // column path, row-major its entry.
     let (_dir2, path2) = db_with(&[row(p, config(64, p.nm), Source::Measured, 40.0)]);

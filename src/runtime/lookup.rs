@@ -6,9 +6,13 @@
 //! binary search — so the hot path never touches SQLite. The rules, in order:
 //!
 //! 1. **Exact**: an entry for this very problem.
-//! 2. **Nearest m**: an entry for the same (n, k, N:M, L) whose m is nearest on a log scale
-//!    (ratio, not difference: 300 is nearer 256 than 512) and whose kernel is valid for the
-//!    requested m ([`validate_for_problem`]); ties go to the larger m.
+//! 2. **Nearest m**: the entries for the same (n, k, N:M, L) at the nearest tuned m below and
+//!    above the requested one, each kernel with every split-K factor valid for the requested
+//!    m ([`validate_for_problem`]; split-K is a launch parameter, not a compiled one): the
+//!    one with the lowest estimate wins, the entry's measured time scaled by the performance
+//!    model's ratio between the requested problem and the tuned one (waves and split-K move
+//!    with m; the measurement anchors the kernel's own speed). Ties go to the larger m. The
+//!    answer is cached per problem, so the model runs once per m.
 //! 3. **Default**: the paper's Table I configuration for the problem's size class
 //!    ([`crate::kernels::table_one::default_config`]), then the other classes, then the performance model's
 //!    best; only a problem the template family cannot run at all is an error.
@@ -22,13 +26,16 @@
 //! never launched (the problem falls through to rules 2 and 3), with one warning for the table.
 
 use super::RuntimeError;
+use crate::codegen::validate::SPLIT_K_VALUES;
 use crate::codegen::{template_checksum, validate, validate_for_problem, KernelConfig};
 use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one;
+use crate::model::predict_with_registers;
 use crate::problem::{ALayout, NmPattern, Problem};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Which rule produced a [`Choice`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +124,8 @@ struct Entry {
     source: Source,
     median_us: f64,
     cublas_us: Option<f64>,
+    /// ptxas's count, when the entry recorded it: the model's occupancy then is the real one.
+    registers: Option<u32>,
 }
 
 impl Entry {
@@ -137,6 +146,8 @@ pub struct Lookup {
     gpu: GpuProfile,
     table: HashMap<WeightKey, Vec<Entry>>,
     stats: LookupStats,
+    /// Rule 2's answers, computed once per problem (shared by clones of the table).
+    borrowed: Arc<Mutex<HashMap<Problem, Choice>>>,
 }
 
 impl Lookup {
@@ -179,6 +190,7 @@ impl Lookup {
             gpu,
             table: HashMap::new(),
             stats: LookupStats::default(),
+            borrowed: Arc::default(),
         }
     }
 
@@ -199,7 +211,12 @@ impl Lookup {
         for entries in table.values_mut() {
             entries.sort_by_key(|e| e.m);
         }
-        let lookup = Self { gpu, table, stats };
+        let lookup = Self {
+            gpu,
+            table,
+            stats,
+            borrowed: Arc::default(),
+        };
         lookup.warn_once(origin);
         lookup
     }
@@ -247,11 +264,25 @@ impl Lookup {
     /// configuration of the template family can run the problem at all.
     pub fn lookup(&self, problem: &Problem) -> Result<Choice, RuntimeError> {
         if let Some(entries) = self.table.get(&WeightKey::of(problem)) {
-            if let Some(choice) = from_entries(entries, problem) {
+            if let Some(exact) = exact_entry(entries, problem) {
+                return Ok(exact.choice(Rule::Exact));
+            }
+            if let Some(choice) = self.borrowed_choice(entries, problem) {
                 return Ok(choice);
             }
         }
         self.default_choice(problem)
+    }
+
+    /// Rule 2, from the cache or computed once.
+    fn borrowed_choice(&self, entries: &[Entry], problem: &Problem) -> Option<Choice> {
+        let mut cache = self.borrowed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(choice) = cache.get(problem) {
+            return Some(*choice);
+        }
+        let choice = from_neighbours(entries, problem, &self.gpu)?;
+        cache.insert(*problem, choice);
+        Some(choice)
     }
 
     /// Rule 3: Table I for the size class, the other classes, then the model's best.
@@ -268,30 +299,64 @@ impl Lookup {
     }
 }
 
-/// Rules 1 and 2 over one weight's entries (sorted by m).
-fn from_entries(entries: &[Entry], problem: &Problem) -> Option<Choice> {
-    let fits = |e: &&Entry| validate_for_problem(&e.config, problem).is_ok();
+/// Rule 1: the entry of this very problem, when its kernel is valid for it.
+fn exact_entry<'a>(entries: &'a [Entry], problem: &Problem) -> Option<&'a Entry> {
     let at = entries.partition_point(|e| e.m < problem.m);
-    if let Some(exact) = entries.get(at).filter(|e| e.m == problem.m).filter(fits) {
-        return Some(exact.choice(Rule::Exact));
-    }
-    let below = entries[..at].iter().rev().find(fits);
-    let above = entries[at..].iter().filter(|e| e.m != problem.m).find(fits);
-    let nearest = match (below, above) {
-        (Some(b), Some(a)) => Some(if nearer_below(problem.m, b.m, a.m) {
-            b
-        } else {
-            a
-        }),
-        (b, a) => b.or(a),
-    }?;
-    Some(nearest.choice(Rule::NearestM { from_m: nearest.m }))
+    entries
+        .get(at)
+        .filter(|e| e.m == problem.m)
+        .filter(|e| validate_for_problem(&e.config, problem).is_ok())
 }
 
-/// Whether `below` (< m) is strictly nearer `m` than `above` (> m) on a log scale:
-/// m/below < above/m, compared exactly as m² < below·above.
-fn nearer_below(m: usize, below: usize, above: usize) -> bool {
-    (m as u128) * (m as u128) < (below as u128) * (above as u128)
+/// Rule 2 over one weight's entries (sorted by m): the nearest usable entry below and above
+/// `problem.m`, each with every split-K factor valid for the problem; the lowest estimate.
+fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Option<Choice> {
+    let at = entries.partition_point(|e| e.m < problem.m);
+    let usable = |e: &&Entry| e.m != problem.m && !resplit(e, problem).is_empty();
+    let below = entries[..at].iter().rev().find(usable);
+    let above = entries[at..].iter().find(usable);
+    let mut best: Option<(f64, &Entry, KernelConfig)> = None;
+    // Above first: an exact tie keeps the larger m.
+    for entry in above.into_iter().chain(below) {
+        for config in resplit(entry, problem) {
+            let estimate = estimated_us(entry, config, problem, gpu);
+            if best.as_ref().map_or(true, |(b, _, _)| estimate < *b) {
+                best = Some((estimate, entry, config));
+            }
+        }
+    }
+    let (_, entry, config) = best?;
+    Some(Choice {
+        config,
+        ..entry.choice(Rule::NearestM { from_m: entry.m })
+    })
+}
+
+/// The entry's kernel with each split-K factor that is valid for `problem`.
+fn resplit(entry: &Entry, problem: &Problem) -> Vec<KernelConfig> {
+    SPLIT_K_VALUES
+        .iter()
+        .map(|&split_k| KernelConfig {
+            split_k,
+            ..entry.config
+        })
+        .filter(|c| validate_for_problem(c, problem).is_ok())
+        .collect()
+}
+
+/// The entry's measured time scaled to `config` on `problem` by the model's ratio (µs). An
+/// entry without a finite time ranks by the model alone.
+fn estimated_us(entry: &Entry, config: KernelConfig, problem: &Problem, gpu: &GpuProfile) -> f64 {
+    let predict = |cfg: &KernelConfig, p: &Problem| {
+        predict_with_registers(cfg, p, gpu, entry.registers).time_s * 1e6
+    };
+    let wanted = predict(&config, problem);
+    match problem.with_m(entry.m) {
+        Ok(tuned) if entry.median_us.is_finite() => {
+            entry.median_us * wanted / predict(&entry.config, &tuned)
+        }
+        _ => wanted,
+    }
 }
 
 /// The entries of `best` (one per problem) that this build may launch on `gpu`, and what was
@@ -322,6 +387,7 @@ fn launchable(
             source: m.source,
             median_us: m.median_us.unwrap_or(f64::INFINITY),
             cublas_us: m.cublas_us,
+            registers: m.registers,
         };
         table.insert(m.problem, entry);
     }
@@ -385,53 +451,127 @@ mod tests {
         }
     }
 
-    fn entry(m: usize, split_k: u32, source: Source, median_us: f64) -> Entry {
+    fn entry(m: usize, config: KernelConfig, median_us: f64) -> Entry {
         Entry {
             m,
-            config: config(32, split_k),
-            source,
+            config,
+            source: Source::Measured,
             median_us,
             cublas_us: None,
+            registers: Some(96),
         }
     }
 
-    fn problem(m: usize, k: usize) -> Problem {
-        Problem::new(m, 1024, k, NmPattern { n: 8, m: 32 }, 32).unwrap()
+    fn problem(m: usize, n: usize, k: usize) -> Problem {
+        Problem::new(m, n, k, NmPattern { n: 8, m: 32 }, 32).unwrap()
+    }
+
+    fn h100() -> GpuProfile {
+        GpuProfile::builtin("h100").unwrap()
+    }
+
+    fn answer(entries: &[Entry], p: &Problem) -> Option<Choice> {
+        match exact_entry(entries, p) {
+            Some(e) => Some(e.choice(Rule::Exact)),
+            None => from_neighbours(entries, p, &h100()),
+        }
     }
 
     #[test]
-    fn log_scale_nearness_is_exact_and_ties_go_up() {
-        assert!(nearer_below(300, 256, 512));
-        assert!(!nearer_below(400, 256, 512));
-        assert!(!nearer_below(512, 256, 1024), "a tie goes to the larger m");
-        assert!(nearer_below(usize::MAX / 2, usize::MAX / 2 - 1, usize::MAX));
-    }
-
-    #[test]
-    fn exact_then_nearest_valid_m() {
+    fn exact_first_then_the_two_neighbours_only() {
         let entries = [
-            entry(256, 1, Source::Measured, 10.0),
-            entry(1024, 1, Source::Measured, 30.0),
-            entry(4096, 1, Source::Measured, 90.0),
+            entry(256, config(32, 1), 10.0),
+            entry(1024, config(64, 1), 30.0),
+            entry(4096, config(128, 1), 90.0),
         ];
-        let at = |m| from_entries(&entries, &problem(m, 4096)).unwrap().rule;
-        assert_eq!(at(1024), Rule::Exact);
-        assert_eq!(at(300), Rule::NearestM { from_m: 256 });
-        assert_eq!(at(600), Rule::NearestM { from_m: 1024 });
-        assert_eq!(at(1), Rule::NearestM { from_m: 256 });
-        assert_eq!(at(100_000), Rule::NearestM { from_m: 4096 });
+        let at = |m| answer(&entries, &problem(m, 4096, 4096)).unwrap();
+        assert_eq!(at(1024).rule, Rule::Exact);
+        assert_eq!(at(1024).config, config(64, 1));
+        // Only 256 and 1024 neighbour 300 (never 4096); one side only at the ends.
+        assert!(matches!(
+            at(300).rule,
+            Rule::NearestM { from_m: 256 | 1024 }
+        ));
+        assert_eq!(at(1).rule, Rule::NearestM { from_m: 256 });
+        assert_eq!(at(100_000).rule, Rule::NearestM { from_m: 4096 });
+        assert_eq!(
+            at(100_000).median_us,
+            Some(90.0),
+            "the stored time is reported"
+        );
     }
 
     #[test]
-    fn nearest_skips_kernels_invalid_for_the_requested_problem() {
-        // split_k = 8 needs 8 k-tiles of 64: k = 256 has 4, so only the split-free entry fits.
-        let entries = [
-            entry(256, 8, Source::Measured, 10.0),
-            entry(4096, 1, Source::Measured, 90.0),
-        ];
-        let choice = from_entries(&entries, &problem(256, 256)).unwrap();
+    fn the_lower_estimate_wins_not_the_nearer_m() {
+        // The same kernel at both neighbours, but the one tuned at 1024 ran 3x faster than
+        // the model's ratio says it should: its estimate at 300 is lower although 300 is
+        // nearer 256 on a log scale.
+        let fast = config(32, 1);
+        let p = problem(300, 4096, 4096);
+        let gpu = h100();
+        let ratio = |m| {
+            let t = |q: &Problem| predict_with_registers(&fast, q, &gpu, Some(96)).time_s;
+            t(&p) / t(&p.with_m(m).unwrap())
+        };
+        let slow_at_256 = entry(256, fast, 10.0);
+        let fast_at_1024 = entry(1024, fast, 10.0 * ratio(256) / ratio(1024) / 3.0);
+        let choice = answer(&[slow_at_256, fast_at_1024], &p).unwrap();
+        assert_eq!(choice.rule, Rule::NearestM { from_m: 1024 });
+    }
+
+    #[test]
+    fn a_small_m_gets_the_split_the_model_predicts_fastest() {
+        // Tuned at m = 4096 without split-K; m = 32 fills 64 blocks of 132 SMs: the entry's
+        // kernel is launched split, with the factor whose estimate is lowest.
+        let p = problem(32, 2048, 8192);
+        let tuned = entry(4096, config(32, 1), 500.0);
+        let choice = answer(&[tuned], &p).unwrap();
         assert_eq!(choice.rule, Rule::NearestM { from_m: 4096 });
-        assert_eq!(choice.config.split_k, 1);
-        assert!(from_entries(&entries[..1], &problem(256, 256)).is_none());
+        assert!(choice.config.split_k > 1, "{}", choice.config.name());
+        assert_eq!(
+            KernelConfig {
+                split_k: 1,
+                ..choice.config
+            },
+            config(32, 1)
+        );
+        let best = SPLIT_K_VALUES
+            .iter()
+            .map(|&s| KernelConfig {
+                split_k: s,
+                ..config(32, 1)
+            })
+            .min_by(|a, b| {
+                let t = |c: &KernelConfig| estimated_us(&tuned, *c, &p, &h100());
+                t(a).total_cmp(&t(b))
+            })
+            .unwrap();
+        assert_eq!(choice.config, best);
+    }
+
+    #[test]
+    fn splits_invalid_for_the_requested_k_are_never_chosen() {
+        // k = 256 has 4 k-tiles of 64: split-K 6 and 8 cannot run it.
+        let p = problem(8, 1024, 256);
+        let choice = answer(&[entry(4096, config(32, 8), 90.0)], &p).unwrap();
+        assert!(choice.config.split_k <= 4, "{}", choice.config.name());
+        assert!(validate_for_problem(&choice.config, &p).is_ok());
+    }
+
+    #[test]
+    fn rule_two_is_computed_once_per_problem() {
+        let gpu = h100();
+        let mut lookup = Lookup::defaults_only(gpu);
+        let p = problem(4096, 4096, 4096);
+        lookup
+            .table
+            .insert(WeightKey::of(&p), vec![entry(4096, config(32, 1), 90.0)]);
+        let asked = p.with_m(300).unwrap();
+        let first = lookup.lookup(&asked).unwrap();
+        assert_eq!(lookup.borrowed.lock().unwrap().len(), 1);
+        let copy = lookup.clone();
+        assert_eq!(copy.lookup(&asked).unwrap(), first);
+        assert_eq!(lookup.borrowed.lock().unwrap().len(), 1, "shared by clones");
+        assert_eq!(lookup.lookup(&p).unwrap().rule, Rule::Exact);
     }
 }
