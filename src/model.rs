@@ -12,6 +12,9 @@ use crate::problem::Problem;
 pub const L2_BANDWIDTH_FACTOR: f64 = 2.5;
 /// Fixed cost of one kernel launch, seconds.
 const LAUNCH_OVERHEAD_S: f64 = 3e-6;
+/// Share of the DRAM bandwidth a shared-memory-tiled transpose (the `Transposed` path's
+/// first pass: A read once, written once) reaches.
+const TRANSPOSE_BANDWIDTH_FRACTION: f64 = 0.8;
 
 /// The model's view of one configuration on one problem.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,7 +120,9 @@ pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
     let maps = CopyMaps::of(cfg);
     let a_units = maps.a_units as f64;
     let copy_a = match cfg.a_copy {
-        ACopy::Col16 | ACopy::Row4 | ACopy::RowK => (1.0 + COPY_INSTRUCTIONS) * a_units,
+        ACopy::Col16 | ACopy::Row4 | ACopy::RowK | ACopy::Transposed => {
+            (1.0 + COPY_INSTRUCTIONS) * a_units
+        }
         ACopy::Row16 => ROW16_BLOCK_INSTRUCTIONS * a_units,
     };
     let copies = copy_a + (1.0 + COPY_INSTRUCTIONS) * (maps.b_vecs as f64 + maps.d_elems as f64);
@@ -211,8 +216,14 @@ pub fn predict_with_registers(
     } else {
         0.0
     };
+    let transpose_s = if cfg.a_copy.transposes_a() {
+        2.0 * 4.0 * m * k / (TRANSPOSE_BANDWIDTH_FRACTION * gpu.dram_bytes_per_s())
+            + LAUNCH_OVERHEAD_S
+    } else {
+        0.0
+    };
     Prediction {
-        time_s: overlap(compute_s, memory_s) + reduce_s + LAUNCH_OVERHEAD_S,
+        time_s: overlap(compute_s, memory_s) + reduce_s + transpose_s + LAUNCH_OVERHEAD_S,
         compute_s,
         memory_s,
         block_intensity: block_intensity(cfg),

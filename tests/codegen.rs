@@ -284,7 +284,7 @@ fn copy_maps_cover_the_tiles() {
             let threads = cfg.threads();
             // Every element is covered: copies × threads × elements per copy ≥ elements.
             let a_per_unit = match cfg.a_copy {
-                ACopy::Col16 => 4,
+                ACopy::Col16 | ACopy::Transposed => 4,
                 ACopy::Row4 => 1,
                 ACopy::Row16 => 16,
                 ACopy::RowK => 4,

@@ -50,7 +50,8 @@ pub fn whole_number(text: &str) -> Result<usize, String> {
 /// "Report fields"): flat fields, each a number, a boolean or a short string.
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigFields {
-    /// How A's tiles reach shared memory: `col16` (column-major A), `row4`, `row16` or `rowk`.
+    /// How A's tiles reach shared memory: `col16` (column-major A), `row4`, `row16`, `rowk` or
+    /// `trans` (row-major A transposed into the workspace first).
     pub a_copy: &'static str,
     pub m_s: u32,
     pub n_s: u32,

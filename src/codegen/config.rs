@@ -23,18 +23,34 @@ pub enum ACopy {
     /// in shared memory (non-packing only); a thread reads its m_t rows of one column as
     /// m_t single floats. The cheapest copy, dearer fragment reads.
     RowK,
+    /// Row-major A: a first kernel writes A column-major into the workspace (m·k floats,
+    /// one pass over A at memory bandwidth), then the `Col16` main loop runs on that copy.
+    /// Measured as one kernel: the pass is in every timing of it.
+    Transposed,
 }
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 4] = [ACopy::Col16, ACopy::Row4, ACopy::Row16, ACopy::RowK];
+    pub const ALL: [ACopy; 5] = [
+        ACopy::Col16,
+        ACopy::Row4,
+        ACopy::Row16,
+        ACopy::RowK,
+        ACopy::Transposed,
+    ];
 
     /// The A layout a kernel with this copy path takes.
     pub fn layout(&self) -> ALayout {
         match self {
             ACopy::Col16 => ALayout::ColMajor,
-            ACopy::Row4 | ACopy::Row16 | ACopy::RowK => ALayout::RowMajor,
+            ACopy::Row4 | ACopy::Row16 | ACopy::RowK | ACopy::Transposed => ALayout::RowMajor,
         }
+    }
+
+    /// Whether a transposing pass turns row-major A into a column-major workspace copy
+    /// before the main kernel, which then copies its tiles as `Col16` does.
+    pub fn transposes_a(&self) -> bool {
+        *self == ACopy::Transposed
     }
 
     /// Whether the A tile in shared memory keeps A's rows k-contiguous (`RowK`) instead of
@@ -48,13 +64,14 @@ impl ACopy {
         Self::ALL.into_iter().filter(move |c| c.layout() == layout)
     }
 
-    /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`.
+    /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
             ACopy::Row4 => "arow4",
             ACopy::Row16 => "arow16",
             ACopy::RowK => "arowk",
+            ACopy::Transposed => "atrans",
         }
     }
 
@@ -62,10 +79,11 @@ impl ACopy {
         Self::ALL.into_iter().find(|c| c.token() == token)
     }
 
-    /// The number the template's `A_COPY` constant takes.
+    /// The number the template's `A_COPY` constant takes: the path that fills the main
+    /// loop's A tiles (`Transposed` reads its column-major copy as `Col16`).
     pub fn template_id(&self) -> u32 {
         match self {
-            ACopy::Col16 => 0,
+            ACopy::Col16 | ACopy::Transposed => 0,
             ACopy::Row4 => 1,
             ACopy::Row16 => 2,
             ACopy::RowK => 3,
@@ -164,7 +182,7 @@ impl KernelConfig {
     /// banks.
     pub fn a_stride(&self) -> u32 {
         match self.a_copy {
-            ACopy::Col16 => self.m_s,
+            ACopy::Col16 | ACopy::Transposed => self.m_s,
             ACopy::Row4 | ACopy::Row16 => self.m_s + 4,
             ACopy::RowK => self.k_s + 4,
         }
@@ -190,6 +208,31 @@ impl KernelConfig {
     /// document's shared-memory constraint, with the padding counted).
     pub fn smem_bytes(&self) -> u32 {
         4 * self.stage_floats() * self.stages
+    }
+
+    /// Device workspace floats a launch on an m×k A and an m×n C needs: the column-major
+    /// copy of A first ([`KernelConfig::transposed_floats`]), then the split-K partial
+    /// products of C.
+    pub fn workspace_floats(&self, m: usize, n: usize, k: usize) -> usize {
+        self.transposed_floats(m, k) + self.partial_floats(m, n)
+    }
+
+    /// Floats of the column-major copy of A at the workspace's start (`Transposed`: m·k).
+    pub fn transposed_floats(&self, m: usize, k: usize) -> usize {
+        if self.a_copy.transposes_a() {
+            m * k
+        } else {
+            0
+        }
+    }
+
+    /// Floats of the split-K partial products of C: split_k·m·n when split_k > 1.
+    pub fn partial_floats(&self, m: usize, n: usize) -> usize {
+        if self.split_k > 1 {
+            self.split_k as usize * m * n
+        } else {
+            0
+        }
     }
 
     /// Kernel name that spells the configuration, e.g.

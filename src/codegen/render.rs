@@ -35,6 +35,9 @@ pub struct KernelSource {
     /// Symbol of the split-K reduction kernel when `cfg.split_k > 1` (the module always
     /// defines it, as `<name>_reduce`).
     pub reduce_name: Option<String>,
+    /// Symbol of the transposing pass of `Transposed` configurations (`<name>_transpose`,
+    /// defined only by their modules).
+    pub transpose_name: Option<String>,
     /// CUDA C++ source for NVRTC.
     pub source: String,
 }
@@ -69,9 +72,14 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     let name = key.name();
     let source = render_template(&key, &name)?;
     let reduce_name = (cfg.split_k > 1).then(|| format!("{name}_reduce"));
+    let transpose_name = cfg
+        .a_copy
+        .transposes_a()
+        .then(|| format!("{name}_transpose"));
     Ok(KernelSource {
         name,
         reduce_name,
+        transpose_name,
         source,
     })
 }
@@ -91,6 +99,7 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("name", name);
     ctx.insert("checksum", template_checksum());
     ctx.insert("a_copy", &cfg.a_copy.template_id());
+    ctx.insert("transposes_a", &cfg.a_copy.transposes_a());
     ctx.insert("m_s", &cfg.m_s);
     ctx.insert("n_s", &cfg.n_s);
     ctx.insert("k_s", &cfg.k_s);

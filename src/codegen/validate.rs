@@ -117,7 +117,7 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     let maps = CopyMaps::of(cfg);
     let staging = match cfg.a_copy {
         ACopy::Row16 => 16 * maps.a_units,
-        ACopy::Col16 | ACopy::Row4 | ACopy::RowK => 0,
+        ACopy::Col16 | ACopy::Row4 | ACopy::RowK | ACopy::Transposed => 0,
     };
     let col_prefetch = if cfg.packing { maps.a_units } else { 0 };
     cfg.m_t * cfg.n_t + fragments + indices + staging + col_prefetch + REGISTER_OVERHEAD
@@ -134,7 +134,8 @@ pub fn register_cap(cfg: &KernelConfig, regs_per_sm: u32) -> u32 {
 /// thread issues per k-tile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyMaps {
-    /// A: copy units per thread. `Col16`: 16-byte copies of a column's m_s rows; `Row4`:
+    /// A: copy units per thread. `Col16` (and `Transposed`, which copies its column-major
+    /// workspace copy of A the same way): 16-byte copies of a column's m_s rows; `Row4`:
     /// 4-byte copies; `Row16`: 4×4 blocks (four 16-byte loads each); `RowK`: 16-byte copies
     /// of a row's k_s floats.
     pub a_units: u32,
@@ -149,7 +150,7 @@ impl CopyMaps {
         let threads = cfg.threads().max(32);
         let a_rows = cfg.a_rows();
         let a_units = match cfg.a_copy {
-            ACopy::Col16 => {
+            ACopy::Col16 | ACopy::Transposed => {
                 let per_column = (cfg.m_s / 4).max(1);
                 let along = gcd(per_column, threads);
                 (per_column / along) * a_rows.div_ceil(threads / along)
@@ -275,7 +276,7 @@ fn group_rules(cfg: &KernelConfig) -> Rule {
 fn copy_rules(cfg: &KernelConfig) -> Rule {
     let path = cfg.a_copy.token();
     match cfg.a_copy {
-        ACopy::Col16 | ACopy::Row4 => Ok(()),
+        ACopy::Col16 | ACopy::Row4 | ACopy::Transposed => Ok(()),
         ACopy::Row16 | ACopy::RowK => {
             rule(!cfg.packing, || {
                 format!("the {path} path copies whole k_s windows 16 bytes of a row at a time; packing gathers columns one by one (use arow4)")
@@ -406,6 +407,13 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
             )
         },
     )?;
+    rule(!cfg.a_copy.transposes_a() || problem.m % 4 == 0, || {
+        format!(
+            "the {} path copies its column-major copy of A 16 bytes at a time: m={} must be a multiple of 4",
+            cfg.a_copy.token(),
+            problem.m
+        )
+    })?;
     rule(problem.n % 4 == 0, || {
         format!("n={} must be a multiple of 4", problem.n)
     })?;

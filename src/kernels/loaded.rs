@@ -16,6 +16,8 @@ pub struct LoadedKernel {
     pub config: KernelConfig,
     main: CudaFunction,
     reduce: Option<CudaFunction>,
+    /// The `Transposed` path's first pass.
+    transpose: Option<CudaFunction>,
     _module: Arc<CudaModule>,
 }
 
@@ -28,7 +30,7 @@ pub struct LaunchBuffers<'a> {
     pub col_info: &'a CudaSlice<i32>,
     pub col_count: &'a CudaSlice<i32>,
     pub c: &'a mut CudaSlice<f32>,
-    /// At least split_k·m·n floats when split_k > 1.
+    /// At least [`LoadedKernel::workspace_len`] floats.
     pub workspace: &'a mut CudaSlice<f32>,
 }
 
@@ -65,33 +67,31 @@ impl LoadedKernel {
             source.name,
             config.smem_bytes()
         )))?;
-        // Every module holds `<name>_reduce` (codegen ABI); split_k is a launch parameter, so
-        // the source compiled for the split_k = 1 key serves every split_k.
-        let reduce = if config.split_k > 1 {
-            let symbol = format!("{}_reduce", source.name);
-            Some(
-                module
-                    .load_function(&symbol)
-                    .map_err(driver_err(format!("loading {symbol}")))?,
-            )
-        } else {
-            None
+        let function = |symbol: &Option<String>| -> Result<Option<CudaFunction>, GpuError> {
+            symbol
+                .as_ref()
+                .map(|symbol| {
+                    module
+                        .load_function(symbol)
+                        .map_err(driver_err(format!("loading {symbol}")))
+                })
+                .transpose()
         };
+        let reduce = function(&source.reduce_name)?;
+        let transpose = function(&source.transpose_name)?;
         Ok(Self {
             config,
             main,
             reduce,
+            transpose,
             _module: module,
         })
     }
 
-    /// Workspace floats this kernel needs for an m×n output.
-    pub fn workspace_len(&self, m: usize, n: usize) -> usize {
-        if self.config.split_k > 1 {
-            self.config.split_k as usize * m * n
-        } else {
-            0
-        }
+    /// Workspace floats this kernel needs for an m×k A and an m×n C
+    /// ([`KernelConfig::workspace_floats`]).
+    pub fn workspace_len(&self, m: usize, n: usize, k: usize) -> usize {
+        self.config.workspace_floats(m, n, k)
     }
 
     /// Enqueue `C = alpha·A⊗(B',D) + beta·C` on the GPU's stream (asynchronous).
@@ -126,10 +126,27 @@ impl LoadedKernel {
             shared_mem_bytes: cfg.smem_bytes(),
         };
         let (m32, n32, k32) = (m as i32, n as i32, k as i32);
+        let (mut transposed, mut partials) =
+            bufs.workspace.split_at_mut(cfg.transposed_floats(m, k));
         let mut main = stream.launch_builder(&self.main);
-        main.arg(bufs.a).arg(bufs.b_values).arg(bufs.indices);
+        if let Some(transpose) = &self.transpose {
+            let grid = LaunchConfig {
+                grid_dim: (k.div_ceil(32) as u32, m.div_ceil(32) as u32, 1),
+                block_dim: (32, 8, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut launch = stream.launch_builder(transpose);
+            launch.arg(bufs.a).arg(&mut transposed).arg(&m32).arg(&k32);
+            // SAFETY: matches the `_transpose` ABI; `transposed` holds m·k floats.
+            unsafe { launch.launch(grid) }
+                .map_err(driver_err(format!("launching {}_transpose", cfg.name())))?;
+            main.arg(&mut transposed);
+        } else {
+            main.arg(bufs.a);
+        }
+        main.arg(bufs.b_values).arg(bufs.indices);
         main.arg(bufs.col_info).arg(bufs.col_count);
-        main.arg(&mut *bufs.c).arg(&mut *bufs.workspace);
+        main.arg(&mut *bufs.c).arg(&mut partials);
         main.arg(&m32).arg(&n32).arg(&k32).arg(&alpha).arg(&beta);
         // SAFETY: argument list matches the kernel ABI of codegen; sizes checked by callers.
         unsafe { main.launch(grid) }.map_err(driver_err(format!("launching {}", cfg.name())))?;
@@ -142,7 +159,7 @@ impl LoadedKernel {
                 shared_mem_bytes: 0,
             };
             let mut launch = stream.launch_builder(reduce);
-            launch.arg(&*bufs.workspace).arg(bufs.c);
+            launch.arg(&mut partials).arg(bufs.c);
             launch
                 .arg(&m32)
                 .arg(&n32)

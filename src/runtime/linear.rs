@@ -220,7 +220,7 @@ impl SparseLinear {
         self.check_operands(stream, a, c, m)?;
         let (k, n) = (self.weight.k(), self.weight.n());
         let kernel = self.runtime.kernel(config)?;
-        self.ensure_workspace(stream, kernel.workspace_len(m, n))?;
+        self.ensure_workspace(stream, kernel.workspace_len(m, n, k))?;
         let packed = match config.packing {
             true => Some(self.col_infos.prepare(
                 stream,

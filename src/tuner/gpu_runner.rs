@@ -75,13 +75,13 @@ impl Runner for GpuRunner {
             self.weight = Some((key, DeviceWeight::random(&self.gpu, problem, self.seed)?));
         }
         let weight = &mut self.weight.as_mut().expect("set above").1;
-        let max_split = configs
+        let workspace = configs
             .iter()
-            .map(|c| c.split_k as usize)
+            .map(|c| c.workspace_floats(problem.m, problem.n, problem.k))
             .max()
-            .unwrap_or(1);
+            .unwrap_or(0);
         let seed = self.seed as u32 ^ problem.m as u32;
-        let mut bench = Bench::new(&self.gpu, *problem, weight, max_split, seed)?;
+        let mut bench = Bench::new(&self.gpu, *problem, weight, workspace, seed)?;
         let cublas_us = bench.time_cublas(&self.gpu, self.plan)?.median_us;
         Ok(GpuSession {
             gpu: &self.gpu,

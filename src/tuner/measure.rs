@@ -86,10 +86,10 @@ impl<'w> Bench<'w> {
         gpu: &Gpu,
         problem: Problem,
         weight: &'w mut DeviceWeight,
-        max_split_k: usize,
+        workspace_len: usize,
         seed: u32,
     ) -> Result<Self, OperandError> {
-        let acts = Activations::random(gpu, &problem, max_split_k * problem.m * problem.n, seed)?;
+        let acts = Activations::random(gpu, &problem, workspace_len, seed)?;
         let mut bench = Self {
             problem,
             weight,

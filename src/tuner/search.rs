@@ -273,7 +273,8 @@ const fn seed(
 /// The `RowK` path came after the sweep: its seeds are the fastest of the non-packing
 /// column-major winners' shapes with warps of at most 8 lane rows (its scalar A reads reach
 /// 8 bank groups) timed at 4096³ and m = 256 on the H100 (docs/results/v4.5/h100-time.txt);
-/// none for dense, where it lost to `Row16`.
+/// none for dense, where it lost to `Row16`. The column-major shapes are row-major problems'
+/// seeds too, behind the `Transposed` path's pass ([`Seed::copy_for`]).
 #[rustfmt::skip]
 const SWEEP_SEEDS: [Seed; 43] = {
     use ACopy::{Col16, Row16, Row4, RowK};
@@ -327,10 +328,21 @@ const SWEEP_SEEDS: [Seed; 43] = {
 };
 
 impl Seed {
-    /// The seed's configuration for `problem`'s pattern and L, with `split_k`.
-    fn config(&self, problem: &Problem, split_k: u32) -> KernelConfig {
+    /// The copy path the seed's shape takes for `problem`: its own for its layout; for a
+    /// row-major problem, a column-major seed's shape also runs behind the transposing pass
+    /// (its main loop is the column-major one the seed won with).
+    fn copy_for(&self, problem: &Problem) -> Option<ACopy> {
+        match (self.layout, problem.a_layout) {
+            (own, wanted) if own == wanted => Some(self.a_copy),
+            (ALayout::ColMajor, ALayout::RowMajor) => Some(ACopy::Transposed),
+            _ => None,
+        }
+    }
+
+    /// The seed's configuration for `problem`'s pattern and L, with `split_k` and `a_copy`.
+    fn config(&self, problem: &Problem, a_copy: ACopy, split_k: u32) -> KernelConfig {
         KernelConfig {
-            a_copy: self.a_copy,
+            a_copy,
             m_s: self.m_s,
             n_s: self.n_s,
             k_s: self.k_s,
@@ -350,8 +362,9 @@ impl Seed {
 /// Density bands of [`SWEEP_SEEDS`], ascending.
 const DENSITY_BANDS: [f64; 5] = [0.125, 0.25, 0.375, 0.5, 1.0];
 
-/// The [`SWEEP_SEEDS`] of the problem's layout and density band, each [`with_splits`],
-/// valid for it on `gpu` and allowed by the paper's rules.
+/// The [`SWEEP_SEEDS`] of the problem's density band that have a copy path for its layout
+/// ([`Seed::copy_for`]), each [`with_splits`], valid for it on `gpu` and allowed by the
+/// paper's rules.
 pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let density = problem.nm.density();
     let band = DENSITY_BANDS
@@ -360,8 +373,9 @@ pub fn sweep_seeds(problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
         .unwrap_or(1.0);
     SWEEP_SEEDS
         .iter()
-        .filter(|s| s.layout == problem.a_layout && s.max_density == band)
-        .flat_map(|s| with_splits(s.config(problem, 1), problem, gpu))
+        .filter(|s| s.max_density == band)
+        .filter_map(|s| Some(s.config(problem, s.copy_for(problem)?, 1)))
+        .flat_map(|cfg| with_splits(cfg, problem, gpu))
         .filter(|cfg| paper_rules(cfg, problem, gpu))
         .collect()
 }
@@ -390,13 +404,16 @@ mod tests {
         let small = sweep_seeds(&problem(256, 8, ALayout::RowMajor), &gpu);
         assert!(small.iter().any(|c| c.split_k > 1));
         assert!(small.iter().all(|c| c.a_layout() == ALayout::RowMajor));
+        // Row-major problems also time the column-major shapes behind the transposing pass.
+        assert!(small.iter().any(|c| c.a_copy == ACopy::Transposed));
+        assert!(small.iter().any(|c| c.a_copy == ACopy::RowK));
         let dense = sweep_seeds(&problem(4096, 32, ALayout::RowMajor), &gpu);
         assert!(!dense.is_empty() && dense.iter().all(|c| c.nm.n == 32));
         // Every seed of the table is valid for its band's pattern at M = 32 on an H100.
         for s in &SWEEP_SEEDS {
             let n = (s.max_density * 32.0).round() as u32;
             let p = problem(4096, n, s.layout);
-            let cfg = s.config(&p, 1);
+            let cfg = s.config(&p, s.a_copy, 1);
             validate::validate(&cfg, &gpu).unwrap();
             validate::validate_for_problem(&cfg, &p).unwrap();
         }
