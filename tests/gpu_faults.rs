@@ -83,7 +83,6 @@ fn faulting_source(victim: &KernelSource, fault: Fault) -> KernelSource {
     KernelSource {
         name: name.clone(),
         reduce_name: victim.reduce_name.clone(),
-        transpose_name: None,
         source,
     }
 }

@@ -368,7 +368,6 @@ fn probe_kernel() -> KernelSource {
     KernelSource {
         name: "nmtune_cache_probe".into(),
         reduce_name: None,
-        transpose_name: None,
         source: "extern \"C\" __global__ void nmtune_cache_probe(float* x, int n) {\n  \
                  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = 2.0f * x[i] + 1.0f;\n}\n"
             .into(),

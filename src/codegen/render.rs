@@ -35,9 +35,6 @@ pub struct KernelSource {
     /// Symbol of the split-K reduction kernel when `cfg.split_k > 1` (the module always
     /// defines it, as `<name>_reduce`).
     pub reduce_name: Option<String>,
-    /// Symbol of the transposing pass of `Transposed` configurations (`<name>_transpose`,
-    /// defined only by their modules).
-    pub transpose_name: Option<String>,
     /// CUDA C++ source for NVRTC.
     pub source: String,
 }
@@ -72,14 +69,9 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     let name = key.name();
     let source = render_template(&key, &name)?;
     let reduce_name = (cfg.split_k > 1).then(|| format!("{name}_reduce"));
-    let transpose_name = cfg
-        .a_copy
-        .transposes_a()
-        .then(|| format!("{name}_transpose"));
     Ok(KernelSource {
         name,
         reduce_name,
-        transpose_name,
         source,
     })
 }

@@ -412,7 +412,6 @@ fn compile_support(
     let source = crate::codegen::render::KernelSource {
         name: "nmtune_support".into(),
         reduce_name: None,
-        transpose_name: None,
         source: SUPPORT_SOURCE.to_string(),
     };
     let compiled = nvrtc::compile(&source, &profile.arch())?;

@@ -67,18 +67,21 @@ impl LoadedKernel {
             source.name,
             config.smem_bytes()
         )))?;
-        let function = |symbol: &Option<String>| -> Result<Option<CudaFunction>, GpuError> {
-            symbol
-                .as_ref()
-                .map(|symbol| {
-                    module
-                        .load_function(symbol)
-                        .map_err(driver_err(format!("loading {symbol}")))
-                })
-                .transpose()
+        // Every module holds `<name>_reduce`, and `Transposed` modules `<name>_transpose`
+        // (codegen ABI). The module was compiled for the split_k = 1 key (split_k is a launch
+        // parameter), so which of them a launch needs follows from `config`, not `source`.
+        let function = |needed: bool, suffix: &str| -> Result<Option<CudaFunction>, GpuError> {
+            if !needed {
+                return Ok(None);
+            }
+            let symbol = format!("{}_{suffix}", source.name);
+            module
+                .load_function(&symbol)
+                .map(Some)
+                .map_err(driver_err(format!("loading {symbol}")))
         };
-        let reduce = function(&source.reduce_name)?;
-        let transpose = function(&source.transpose_name)?;
+        let reduce = function(config.split_k > 1, "reduce")?;
+        let transpose = function(config.a_copy.transposes_a(), "transpose")?;
         Ok(Self {
             config,
             main,
