@@ -444,7 +444,13 @@ fn committed_h200_database() {
         assert_eq!(choice.rule, Rule::Exact);
         assert_eq!(choice.config, stored.config);
         assert_eq!(choice.median_us, stored.median_us);
-        assert_eq!(near.rule, Rule::NearestM { from_m: 256 });
+        // Either neighbour of m = 300 may win: the lower estimate does (the rule's unit tests
+        // pin which); what the committed table must give is a borrowed entry, not a default.
+        assert!(
+            matches!(near.rule, Rule::NearestM { from_m: 256 | 512 }),
+            "{:?}",
+            near.rule
+        );
     } else {
         eprintln!("NOTE: tuning-db/h200.sqlite predates this build's templates: checking that it is ignored");
         assert!(lookup.stats().stale_ignored > 0);
