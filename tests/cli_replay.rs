@@ -708,3 +708,64 @@ fn model_eval_judges_against_the_same_best_entry_as_the_report() {
     assert_eq!(judged["best_us"], reported[0]["median_us"]);
     assert_eq!(judged["measured"], 6, "one template's set, not both");
 }
+
+/// Replay runs the tuning loop once per template checksum of the file: each problem is done
+/// per checksum, rows keep their own checksum and date, a replay killed inside a problem
+/// resumes with the rows it lacks, and a finished one records nothing again.
+#[test]
+fn replay_through_the_loop_keeps_checksums_and_resumes_inside_a_problem() {
+    use nmtune::tuner::replay::replay;
+    let dir = tempfile::tempdir().unwrap();
+    let (p256, p512) = (problem(256), problem(512));
+    let h200 = GpuProfile::builtin("h200").unwrap();
+    let mut rows = Vec::new();
+    for (i, cfg) in ranking(&p256).into_iter().take(3).enumerate() {
+        let mut old = row(&p256, cfg, 300.0 + i as f64);
+        old.template_checksum = "old".into();
+        old.created_at = "2026-01-01T00:00:00Z".into();
+        rows.push(old);
+        rows.push(row(&p256, cfg, 100.0 + i as f64));
+    }
+    for (i, cfg) in ranking(&p512).into_iter().take(4).enumerate() {
+        rows.push(row(&p512, cfg, 200.0 - i as f64));
+    }
+    let file = dir.path().join("two-checksums.jsonl");
+    fs::write(&file, nmtune::replay::jsonl::to_text(&rows)).unwrap();
+    let log = nmtune::replay::MeasurementLog::read(&file).unwrap();
+    let db = Database::open(&dir.path().join("replayed.sqlite")).unwrap();
+
+    // A replay killed after the first row of m = 512: the row is there, no done mark.
+    let mut first = rows[6].clone();
+    first.source = Source::Replay;
+    db.upsert_gpu(&h200).unwrap();
+    db.record_all(&[first]).unwrap();
+
+    let summary = replay(&log, "h200", Some(&h200), &[p256, p512], &db).unwrap();
+    assert_eq!(summary.problems_replayed, 2);
+    assert_eq!(summary.rows_recorded, rows.len() - 1);
+    for (p, checksum) in [(&p256, "old"), (&p256, "feed"), (&p512, "feed")] {
+        assert!(db
+            .is_problem_done("h200", p, checksum, Source::Replay)
+            .unwrap());
+    }
+    let stored = db.measurements(Some("h200")).unwrap();
+    assert_eq!(stored.len(), rows.len());
+    assert!(stored.iter().all(|r| r.source == Source::Replay));
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|r| r.template_checksum == "old")
+            .count(),
+        3
+    );
+    assert!(stored
+        .iter()
+        .filter(|r| r.template_checksum == "old")
+        .all(|r| r.created_at == "2026-01-01T00:00:00Z" && r.median_us >= Some(300.0)));
+    // The best of m = 512 is its fastest row, 197 µs.
+    let best = db.best_for("h200", &p512).unwrap().unwrap();
+    assert_eq!(best.median_us, Some(197.0));
+
+    let again = replay(&log, "h200", Some(&h200), &[p256, p512], &db).unwrap();
+    assert_eq!((again.problems_skipped, again.rows_recorded), (2, 0));
+}

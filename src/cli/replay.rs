@@ -5,7 +5,8 @@ use clap::Args;
 use nmtune::db::Database;
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::Problem;
-use nmtune::replay::{self, check::check as check_db, MeasurementLog, ReplaySummary};
+use nmtune::replay::MeasurementLog;
+use nmtune::tuner::replay::{self, check as check_db, ReplaySummary};
 use std::path::{Path, PathBuf};
 
 /// How many missing problems are named before the rest are counted.

@@ -1,12 +1,13 @@
-//! The CI check of a committed database: its measurements file must be its exact export, and
-//! replaying that file into a scratch database must choose the same best entry (kernel name
-//! and median) for every problem.
+//! The parts of the CI check of a committed database that need no tuning loop: its
+//! measurements file must be its exact export ([`check_export`]), and the best entries of a
+//! replay must equal the committed ones ([`compare_best`]). The check itself, which replays
+//! through the tuning loop, is `tuner::replay::check`.
 
-use super::{io_error, jsonl, replay, MeasurementLog, ReplayError};
+use super::{io_error, jsonl, MeasurementLog, ReplayError};
 use crate::db::{Database, Measurement, Source};
 use crate::problem::Problem;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What a passing check compared.
 #[derive(Debug, Clone)]
@@ -43,44 +44,10 @@ impl std::fmt::Display for BestDiff {
     }
 }
 
-/// Check `db_path` against its measurements file; `Ok` only when both tests pass. The
-/// differences, when there are any, are also returned through `on_diff` one by one.
-pub fn check(
-    db_path: &Path,
-    log: &MeasurementLog,
-    mut on_diff: impl FnMut(&BestDiff),
-) -> Result<CheckReport, ReplayError> {
-    let committed = Database::open_read_only(db_path)?;
-    check_export(&committed, log)?;
-    let scratch = ScratchDir::new()?;
-    let replayed = Database::open(&scratch.path.join("replay.sqlite"))?;
-    for gpu in log.gpus() {
-        let profile = committed.gpu_profile(&gpu)?;
-        replay(log, &gpu, profile.as_ref(), &log.problems(&gpu), &replayed)?;
-    }
-    let expected = committed.best_entries(None)?;
-    let diffs = compare_best(&expected, &replayed.best_entries(None)?);
-    diffs.iter().for_each(&mut on_diff);
-    if let Some(first) = diffs.first() {
-        return Err(ReplayError::Mismatch {
-            file: log.path.clone(),
-            db: db_path.to_path_buf(),
-            differ: diffs.len(),
-            total: expected.len(),
-            first: first.to_string(),
-        });
-    }
-    Ok(CheckReport {
-        gpus: log.gpus(),
-        rows: log.rows.len(),
-        best_entries: expected.len(),
-    })
-}
-
 /// The file must hold exactly the database's rows (compared as normalised text). Model rows
 /// of the database that the file lacks are a polluted database, not a stale file: the error
 /// says to restore the database, never to export predictions into the file.
-fn check_export(db: &Database, log: &MeasurementLog) -> Result<(), ReplayError> {
+pub fn check_export(db: &Database, log: &MeasurementLog) -> Result<(), ReplayError> {
     let rows = db.measurements(None)?;
     let model_rows =
         |rows: &[Measurement]| rows.iter().filter(|r| r.source == Source::Model).count();
@@ -184,12 +151,12 @@ pub fn compare_best(committed: &[Measurement], replayed: &[Measurement]) -> Vec<
 }
 
 /// A private directory under the system's temporary directory, removed when dropped.
-struct ScratchDir {
-    path: PathBuf,
+pub struct ScratchDir {
+    pub path: PathBuf,
 }
 
 impl ScratchDir {
-    fn new() -> Result<Self, ReplayError> {
+    pub fn new() -> Result<Self, ReplayError> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());

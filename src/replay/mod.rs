@@ -1,17 +1,15 @@
-//! replay: a tuning database rebuilt from its measurements as text, without a GPU.
+//! replay: a tuning database's measurements as text, to rebuild it without a GPU.
 //!
-//! [`jsonl`] writes every row of a database as one JSON line and reads them back. [`replay`]
-//! records the rows of a measurements file into a database as `source = replay`, problem by
-//! problem, through the same [`Database::record_all`] and best-entry rule
-//! ([`crate::db::better`]) a GPU run uses, and marks each problem done, so that an interrupted
-//! replay resumes like a GPU run. [`check`] replays a committed database's file into a
-//! scratch database and compares the best entries.
+//! [`jsonl`] writes every row of a database as one JSON line and reads them back;
+//! [`MeasurementLog`] is one such file. Replaying it into a database runs the tuning loop with
+//! a runner that hands back the recorded rows (`tuner::replay`), so that it stores, resumes
+//! and chooses best entries exactly as a GPU run does. [`check`] holds the parts of the CI
+//! check that need no loop.
 
 pub mod check;
 pub mod jsonl;
 
 use crate::db::{Database, DbError, Measurement, Source};
-use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -118,7 +116,10 @@ impl MeasurementLog {
 
     /// One GPU's timed rows (sources measured and replay) by problem; an error when the file
     /// has no row of that GPU at all.
-    fn timed_rows(&self, gpu: &str) -> Result<HashMap<Problem, Vec<&Measurement>>, ReplayError> {
+    pub fn timed_rows(
+        &self,
+        gpu: &str,
+    ) -> Result<HashMap<Problem, Vec<&Measurement>>, ReplayError> {
         self.check_gpu(gpu)?;
         let mut by_problem: HashMap<Problem, Vec<&Measurement>> = HashMap::new();
         for row in self.rows.iter().filter(|r| r.gpu == gpu) {
@@ -127,104 +128,6 @@ impl MeasurementLog {
             }
         }
         Ok(by_problem)
-    }
-}
-
-/// What a replay did.
-#[derive(Debug, Clone, Default)]
-pub struct ReplaySummary {
-    pub problems_total: usize,
-    pub problems_replayed: usize,
-    /// Already replayed into this database by an earlier run.
-    pub problems_skipped: usize,
-    /// Asked for, but the file has no timed row of them.
-    pub missing: Vec<Problem>,
-    pub rows_recorded: usize,
-    /// Rows of the file with source = model: predictions are not replayed as timings.
-    pub model_rows_ignored: usize,
-    pub elapsed_s: f64,
-}
-
-/// Record `problems`' rows of `gpu` from `log` into `db` as `source = replay`.
-pub fn replay(
-    log: &MeasurementLog,
-    gpu: &str,
-    profile: Option<&GpuProfile>,
-    problems: &[Problem],
-    db: &Database,
-) -> Result<ReplaySummary, ReplayError> {
-    let started = std::time::Instant::now();
-    let by_problem = log.timed_rows(gpu)?;
-    if let Some(profile) = profile {
-        db.upsert_gpu(profile)?;
-    }
-    let mut summary = ReplaySummary {
-        problems_total: problems.len(),
-        model_rows_ignored: log
-            .rows
-            .iter()
-            .filter(|r| r.gpu == gpu && r.source == Source::Model)
-            .count(),
-        ..Default::default()
-    };
-    for problem in problems {
-        match by_problem.get(problem) {
-            None => summary.missing.push(*problem),
-            Some(rows) => match replay_problem(db, gpu, problem, rows)? {
-                None => summary.problems_skipped += 1,
-                Some(recorded) => {
-                    summary.problems_replayed += 1;
-                    summary.rows_recorded += recorded;
-                }
-            },
-        }
-    }
-    summary.elapsed_s = started.elapsed().as_secs_f64();
-    Ok(summary)
-}
-
-/// Replay one problem's rows, skipping what an earlier replay stored; `None` when the problem
-/// was already done for every template checksum among its rows.
-fn replay_problem(
-    db: &Database,
-    gpu: &str,
-    problem: &Problem,
-    rows: &[&Measurement],
-) -> Result<Option<usize>, ReplayError> {
-    let checksums: BTreeSet<&str> = rows.iter().map(|r| r.template_checksum.as_str()).collect();
-    let mut todo: Vec<Measurement> = Vec::new();
-    let mut open: Vec<&str> = Vec::new();
-    for checksum in checksums {
-        if db.is_problem_done(gpu, problem, checksum, Source::Replay)? {
-            continue;
-        }
-        open.push(checksum);
-        let already = db.measured_kernels(gpu, problem, checksum, Source::Replay)?;
-        todo.extend(
-            rows.iter()
-                .filter(|r| r.template_checksum == checksum && !already.contains(&r.kernel_name()))
-                .map(|r| as_replay(r)),
-        );
-    }
-    if open.is_empty() {
-        return Ok(None);
-    }
-    // The order a GPU run recorded them in (it matters only across template checksums).
-    todo.sort_by(|a, b| {
-        (a.created_at.as_str(), a.kernel_name()).cmp(&(b.created_at.as_str(), b.kernel_name()))
-    });
-    db.record_all(&todo)?;
-    for checksum in open {
-        db.mark_problem_done(gpu, problem, checksum, REPLAY_STRATEGY, Source::Replay)?;
-    }
-    Ok(Some(todo.len()))
-}
-
-/// A copy of a timed row as a replayed one; everything else, its date included, is kept.
-fn as_replay(row: &Measurement) -> Measurement {
-    Measurement {
-        source: Source::Replay,
-        ..row.clone()
     }
 }
 

@@ -6,7 +6,8 @@
 //! where it stopped. The GPU runner ([`gpu_runner`]) compiles each distinct kernel once with
 //! the builder ([`build`], in parallel, cached on disk) and verifies and times it beside
 //! cuBLAS ([`measure`]); the model runner ([`model_runner`]) predicts instead, without a GPU;
-//! the tests drive the same loop with a deterministic fake runner. `nmtune bench` runs the
+//! the replay runner ([`replay`]) hands back the rows of a measurements file; the tests drive
+//! the same loop with a deterministic fake runner. `nmtune bench` runs the
 //! same loop ([`run_plans`]) with a [`Recorder`] that prints instead of storing.
 
 pub mod build;
@@ -15,6 +16,7 @@ pub mod gpu_runner;
 pub mod measure;
 pub mod model_runner;
 pub mod progress;
+pub mod replay;
 mod run;
 pub mod runner;
 pub mod search;
@@ -39,6 +41,8 @@ pub enum TuneError {
     Operands(#[from] crate::kernels::OperandError),
     #[error(transparent)]
     Codegen(#[from] crate::codegen::CodegenError),
+    #[error(transparent)]
+    Replay(#[from] crate::replay::ReplayError),
     #[error("GPU mismatch: --gpu {asked} but the device is {found} ({full_name}); pass --gpu {found}, --gpu auto, or --force")]
     GpuMismatch {
         asked: String,

@@ -132,13 +132,14 @@ where
     }
 }
 
-/// The tuning database as the loop's [`Recorder`].
-struct DbRecorder<'a> {
-    db: &'a Database,
-    gpu_name: String,
-    checksum: &'static str,
-    strategy: &'static str,
-    source: Source,
+/// The tuning database as the loop's [`Recorder`]: rows of one GPU, template checksum
+/// (this build's, or a replayed file's) and source.
+pub(super) struct DbRecorder<'a> {
+    pub db: &'a Database,
+    pub gpu_name: String,
+    pub checksum: &'a str,
+    pub strategy: &'static str,
+    pub source: Source,
 }
 
 impl Recorder for DbRecorder<'_> {

@@ -79,6 +79,9 @@ pub struct Trial {
     /// limit): the loop stores this trial, leaves the session and the runner undropped (a
     /// kernel may still be using their memory) and ends the run with this error.
     pub fatal: Option<TuneError>,
+    /// The whole row as an earlier run recorded it (the replay runner): stored as it is,
+    /// its template checksum, baseline and date included.
+    pub recorded: Option<Measurement>,
 }
 
 impl Trial {
@@ -93,6 +96,7 @@ impl Trial {
             verified: false,
             rel_error: None,
             fatal: None,
+            recorded: None,
         }
     }
 
@@ -135,6 +139,10 @@ impl Trial {
 
     /// Copy the trial into its database row.
     pub fn fill(&self, row: &mut Measurement) {
+        if let Some(recorded) = &self.recorded {
+            row.clone_from(recorded);
+            return;
+        }
         row.status = self.status;
         row.error.clone_from(&self.error);
         row.registers = self.registers;
