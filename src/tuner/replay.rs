@@ -141,8 +141,8 @@ impl Runner for ReplayRunner {
         Source::Replay
     }
 
-    fn begin<'a>(
-        &'a mut self,
+    fn begin(
+        &mut self,
         problem: &Problem,
         _configs: &[KernelConfig],
     ) -> Result<ReplaySession, TuneError> {
