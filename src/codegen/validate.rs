@@ -70,6 +70,17 @@ pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
         .map_err(|reason| rejected(cfg, reason))
 }
 
+/// The m a configuration's kernel needs a multiple of: 4 where A is copied column-major 16
+/// bytes at a time (column-major A, and the `Transposed` path's column-major copy), else 1.
+/// (Column-major problems need it anyway: [`Problem::with_layout`].)
+pub fn m_multiple(cfg: &KernelConfig) -> usize {
+    if cfg.a_copy.transposes_a() {
+        4
+    } else {
+        1
+    }
+}
+
 /// Rules that tie a configuration to one problem: same N:M and L, and enough k-tiles and
 /// grid rows.
 pub fn validate_for_problem(cfg: &KernelConfig, problem: &Problem) -> Result<(), CodegenError> {
@@ -407,7 +418,7 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
             )
         },
     )?;
-    rule(!cfg.a_copy.transposes_a() || problem.m % 4 == 0, || {
+    rule(problem.m % m_multiple(cfg) == 0, || {
         format!(
             "the {} path copies its column-major copy of A 16 bytes at a time: m={} must be a multiple of 4",
             cfg.a_copy.token(),

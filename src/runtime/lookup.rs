@@ -12,7 +12,9 @@
 //!    one with the lowest estimate wins, the entry's measured time scaled by the performance
 //!    model's ratio between the requested problem and the tuned one (waves and split-K move
 //!    with m; the measurement anchors the kernel's own speed). Ties go to the larger m. The
-//!    answer is cached per problem, so the model runs once per m.
+//!    answer is cached per problem, so the model runs once per m. A tuned problem whose best
+//!    kernel needs m to be a multiple of 4 (`atrans`, row-major A transposed first) also
+//!    lends its best kernel among those that run every m, for the m its best cannot run.
 //! 3. **Default**: the paper's Table I configuration for the problem's size class
 //!    ([`crate::kernels::table_one::default_config`]), then the other classes, then the performance model's
 //!    best; only a problem the template family cannot run at all is an error.
@@ -26,6 +28,7 @@
 //! never launched (the problem falls through to rules 2 and 3), with one warning for the table.
 
 use super::RuntimeError;
+use crate::codegen::validate::m_multiple;
 use crate::codegen::validate::SPLIT_K_VALUES;
 use crate::codegen::{template_checksum, validate, validate_for_problem, KernelConfig};
 use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
@@ -126,6 +129,10 @@ struct Entry {
     cublas_us: Option<f64>,
     /// ptxas's count, when the entry recorded it: the model's occupancy then is the real one.
     registers: Option<u32>,
+    /// Not the problem's best entry but its best among kernels that run every m, kept beside
+    /// a best entry whose kernel needs m to be a multiple of 4 (`atrans`), so that rule 2 has
+    /// a tuned kernel for the other m too.
+    any_m: bool,
 }
 
 impl Entry {
@@ -169,7 +176,13 @@ impl Lookup {
             Some(stored) => stored,
             None => builtin_or_unknown(&name, path)?,
         };
-        let lookup = Self::load(profile, db.best_entries(Some(&name))?, &path.display());
+        let any_m = best_for_every_m(db.measurements(Some(&name))?);
+        let lookup = Self::load(
+            profile,
+            db.best_entries(Some(&name))?,
+            any_m,
+            &path.display(),
+        );
         Ok(lookup)
     }
 
@@ -179,9 +192,13 @@ impl Lookup {
         gpu: GpuProfile,
         measurements: impl IntoIterator<Item = Measurement>,
     ) -> Self {
-        let mine = measurements.into_iter().filter(|m| m.gpu == gpu.name);
+        let mine: Vec<Measurement> = measurements
+            .into_iter()
+            .filter(|m| m.gpu == gpu.name)
+            .collect();
+        let any_m = best_for_every_m(mine.clone());
         let best = best_per_problem(mine).into_values();
-        Self::load(gpu, best, &"the given measurements")
+        Self::load(gpu, best, any_m, &"the given measurements")
     }
 
     /// No entries at all: every problem gets a default.
@@ -194,22 +211,32 @@ impl Lookup {
         }
     }
 
-    /// The table of `best`, one best entry per problem (as the `best` table holds them).
+    /// The table of `best`, one best entry per problem (as the `best` table holds them), with
+    /// the problem's entry of `any_m` beside a best entry that does not run every m.
     fn load(
         gpu: GpuProfile,
         best: impl IntoIterator<Item = Measurement>,
+        any_m: Vec<Measurement>,
         origin: &dyn std::fmt::Display,
     ) -> Self {
         let (best, stats) = launchable(&gpu, best);
+        let (any_m, _) = launchable(&gpu, any_m);
         let mut table: HashMap<WeightKey, Vec<Entry>> = HashMap::new();
-        for (problem, entry) in best {
-            table
-                .entry(WeightKey::of(&problem))
-                .or_default()
-                .push(entry);
+        for (problem, entry) in &best {
+            let entries = table.entry(WeightKey::of(problem)).or_default();
+            entries.push(*entry);
+            if m_multiple(&entry.config) > 1 {
+                if let Some(other) = any_m.get(problem) {
+                    entries.push(Entry {
+                        any_m: true,
+                        ..*other
+                    });
+                }
+            }
         }
+        // By m, each problem's best entry before its every-m one (rule 1 takes the first).
         for entries in table.values_mut() {
-            entries.sort_by_key(|e| e.m);
+            entries.sort_by_key(|e| (e.m, e.any_m));
         }
         let lookup = Self {
             gpu,
@@ -313,11 +340,16 @@ fn exact_entry<'a>(entries: &'a [Entry], problem: &Problem) -> Option<&'a Entry>
 fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Option<Choice> {
     let at = entries.partition_point(|e| e.m < problem.m);
     let usable = |e: &&Entry| e.m != problem.m && !resplit(e, problem).is_empty();
-    let below = entries[..at].iter().rev().find(usable);
-    let above = entries[at..].iter().find(usable);
+    let below = entries[..at].iter().rev().find(usable).map(|e| e.m);
+    let above = entries[at..].iter().find(usable).map(|e| e.m);
+    // Every entry of the two nearest tuned m (a problem's best and its every-m entry),
+    // above first: an exact tie keeps the larger m.
+    let nearest = [above, below]
+        .into_iter()
+        .flatten()
+        .flat_map(|m| entries.iter().filter(move |e| e.m == m));
     let mut best: Option<(f64, &Entry, KernelConfig)> = None;
-    // Above first: an exact tie keeps the larger m.
-    for entry in above.into_iter().chain(below) {
+    for entry in nearest {
         for config in resplit(entry, problem) {
             let estimate = estimated_us(entry, config, problem, gpu);
             if best.as_ref().map_or(true, |(b, _, _)| estimate < *b) {
@@ -388,11 +420,19 @@ fn launchable(
             median_us: m.median_us.unwrap_or(f64::INFINITY),
             cublas_us: m.cublas_us,
             registers: m.registers,
+            any_m: false,
         };
         table.insert(m.problem, entry);
     }
     stats.problems = table.len();
     (table, stats)
+}
+
+/// Each problem's best measurement among kernels that run every m (by the database's one
+/// rule): what rule 2 borrows for an m that its best kernel cannot run.
+fn best_for_every_m(rows: Vec<Measurement>) -> Vec<Measurement> {
+    let general = rows.into_iter().filter(|r| m_multiple(&r.config) == 1);
+    best_per_problem(general).into_values().collect()
 }
 
 fn unsupported(problem: &Problem) -> RuntimeError {
@@ -459,6 +499,7 @@ mod tests {
             median_us,
             cublas_us: None,
             registers: Some(96),
+            any_m: false,
         }
     }
 
@@ -573,5 +614,34 @@ mod tests {
         assert_eq!(copy.lookup(&asked).unwrap(), first);
         assert_eq!(lookup.borrowed.lock().unwrap().len(), 1, "shared by clones");
         assert_eq!(lookup.lookup(&p).unwrap().rule, Rule::Exact);
+    }
+
+    #[test]
+    fn an_m_the_best_kernel_cannot_run_borrows_the_every_m_entry() {
+        // Row-major A at m = 256: the best kernel transposes A first (m a multiple of 4);
+        // the problem's best every-m kernel is kept beside it.
+        let rows = |copy: ACopy| KernelConfig {
+            a_copy: copy,
+            ..config(64, 1)
+        };
+        let best = entry(256, rows(ACopy::Transposed), 10.0);
+        let general = Entry {
+            any_m: true,
+            ..entry(256, rows(ACopy::RowK), 12.0)
+        };
+        let entries = [best, general];
+        let at = |m| {
+            let p = problem(m, 4096, 4096)
+                .with_layout(ALayout::RowMajor)
+                .unwrap();
+            answer(&entries, &p).unwrap()
+        };
+        assert_eq!(at(256).config.a_copy, ACopy::Transposed);
+        assert_eq!(at(256).rule, Rule::Exact);
+        // m = 301 is not a multiple of 4: only the every-m kernel can run it.
+        assert_eq!(at(301).config.a_copy, ACopy::RowK);
+        assert_eq!(at(301).rule, Rule::NearestM { from_m: 256 });
+        // m = 300 weighs both kernels of m = 256: the faster measurement wins here.
+        assert_eq!(at(300).config.a_copy, ACopy::Transposed);
     }
 }
