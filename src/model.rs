@@ -4,7 +4,7 @@
 //! is timed, and is the whole answer when no GPU is present.
 
 use crate::codegen::validate::{self, estimated_registers, index_groups, register_cap, CopyMaps};
-use crate::codegen::{ACopy, KernelConfig};
+use crate::codegen::{ACopy, Family, KernelConfig};
 use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 
@@ -12,6 +12,12 @@ use crate::problem::Problem;
 pub const L2_BANDWIDTH_FACTOR: f64 = 2.5;
 /// Fixed cost of one kernel launch, seconds.
 const LAUNCH_OVERHEAD_S: f64 = 3e-6;
+/// Bytes of B' a whole GPU must have in flight for a decode kernel to stream at the DRAM
+/// bandwidth (Little's law: ~3 TB/s × ~1 µs of loaded latency).
+const DECODE_BYTES_IN_FLIGHT: f64 = 4.0e6;
+/// Instructions a decode lane issues per B' row beside its loads and FMAs: the index, the
+/// addresses, the loop.
+const DECODE_ROW_OVERHEAD_INSTRUCTIONS: f64 = 6.0;
 /// Share of the DRAM bandwidth a shared-memory-tiled transpose (the `Transposed` path's
 /// first pass: A read once, written once) reaches.
 const TRANSPOSE_BANDWIDTH_FRACTION: f64 = 0.8;
@@ -120,10 +126,8 @@ pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
     let maps = CopyMaps::of(cfg);
     let a_units = maps.a_units as f64;
     let copy_a = match cfg.a_copy {
-        ACopy::Col16 | ACopy::Row4 | ACopy::RowK | ACopy::Transposed => {
-            (1.0 + COPY_INSTRUCTIONS) * a_units
-        }
         ACopy::Row16 => ROW16_BLOCK_INSTRUCTIONS * a_units,
+        _ => (1.0 + COPY_INSTRUCTIONS) * a_units,
     };
     let copies = copy_a + (1.0 + COPY_INSTRUCTIONS) * (maps.b_vecs as f64 + maps.d_elems as f64);
     let packing = if cfg.packing {
@@ -187,6 +191,9 @@ pub fn predict_with_registers(
     gpu: &GpuProfile,
     registers: Option<u32>,
 ) -> Prediction {
+    if cfg.family() == Family::Decode {
+        return predict_decode(cfg, problem, gpu, registers);
+    }
     let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
     let m_tiles = (problem.m as f64 / cfg.m_s as f64).ceil();
     let n_tiles = (problem.n as f64 / cfg.n_s as f64).ceil();
@@ -230,6 +237,57 @@ pub fn predict_with_registers(
         cmar: cmar(cfg),
         blocks_per_sm: per_sm as u32,
         wave_efficiency,
+    }
+}
+
+/// The decode family: the weight (B' and D) streams from DRAM once per row of blocks
+/// (ceil(m/m_s) of them), at the DRAM bandwidth scaled down when the resident lanes keep
+/// fewer than [`DECODE_BYTES_IN_FLIGHT`] bytes of B' in flight; the issue side is one pass of
+/// loads, index, m_s A loads and m_s·n_t FMAs per B' row and lane.
+fn predict_decode(
+    cfg: &KernelConfig,
+    problem: &Problem,
+    gpu: &GpuProfile,
+    registers: Option<u32>,
+) -> Prediction {
+    let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
+    let (w, q) = (problem.w() as f64, problem.q() as f64);
+    let row_passes = (m / cfg.m_s as f64).ceil();
+    let n_tiles = (n / cfg.n_s as f64).ceil();
+    let blocks = n_tiles * row_passes * cfg.split_k as f64;
+    let per_sm = blocks_per_sm(cfg, gpu, registers).max(1) as f64;
+    let slots = per_sm * gpu.sm_count as f64;
+    let waves = (blocks / slots).ceil().max(1.0);
+    let resident = blocks.min(slots);
+    let in_flight = resident * cfg.threads() as f64 * (cfg.k_s * cfg.n_t) as f64 * 4.0;
+    let fill = (in_flight / DECODE_BYTES_IN_FLIGHT).min(1.0);
+    let index_bytes = if cfg.is_dense() { 0.0 } else { 4.0 * w * q };
+    let weight_bytes = 4.0 * w * n + index_bytes;
+    let dram_bytes = row_passes * weight_bytes + 4.0 * (m * k + m * n);
+    let memory_s = dram_bytes / (gpu.dram_bytes_per_s() * fill);
+
+    let (mt, nt) = (cfg.m_s as f64, cfg.n_t as f64);
+    let per_row = nt / 4.0 + 1.0 + mt + mt * nt + DECODE_ROW_OVERHEAD_INSTRUCTIONS;
+    let warp_instructions = row_passes * w * (n / nt) * per_row / 32.0;
+    let schedulers = (gpu.fp32_lanes_per_sm as f64 / 32.0).max(1.0);
+    let issue_per_s =
+        gpu.sm_count as f64 * schedulers * PEAK_ISSUE_RATE * gpu.clock_mhz as f64 * 1e6;
+    let compute_s = warp_instructions / issue_per_s;
+
+    let reduce_s = if cfg.split_k > 1 {
+        4.0 * m * n * (cfg.split_k as f64 * 2.0 + 1.0) / gpu.dram_bytes_per_s() + LAUNCH_OVERHEAD_S
+    } else {
+        0.0
+    };
+    let flops = 2.0 * m * n * w;
+    Prediction {
+        time_s: overlap(compute_s, memory_s) + reduce_s + LAUNCH_OVERHEAD_S,
+        compute_s,
+        memory_s,
+        block_intensity: flops / (row_passes * weight_bytes).max(1.0),
+        cmar: mt * nt / (mt + nt / 4.0 + 1.0),
+        blocks_per_sm: per_sm as u32,
+        wave_efficiency: blocks / (waves * slots),
     }
 }
 

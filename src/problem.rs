@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use thiserror::Error;
 
+/// Largest m of a decode-sized problem (one new token per sequence for up to 16 sequences).
+pub const DECODE_MAX_M: usize = 16;
+
 /// Why a problem or sparsity pattern is not valid.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ProblemError {
@@ -229,6 +232,13 @@ impl Problem {
             l,
             a_layout: ALayout::RowMajor,
         })
+    }
+
+    /// A decode-sized problem (m ≤ [`DECODE_MAX_M`]): the weight's bytes, read once from
+    /// DRAM, set its time, so it is timed over rotating weight copies and the decode family
+    /// joins its candidates.
+    pub fn is_decode(&self) -> bool {
+        self.m <= DECODE_MAX_M
     }
 
     /// Rows of the compressed weight B': k·N/M.

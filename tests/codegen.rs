@@ -279,7 +279,11 @@ fn estimated_registers_grow_with_the_thread_tile_indices_and_staging() {
 #[test]
 fn copy_maps_cover_the_tiles() {
     for layout in ALayout::ALL {
-        for cfg in compile_set(nm(2, 4), 8, layout, &h100()).iter().step_by(37) {
+        let tiled = compile_set(nm(2, 4), 8, layout, &h100())
+            .into_iter()
+            .filter(|cfg| !cfg.a_copy.is_direct());
+        for cfg in tiled.step_by(37) {
+            let cfg = &cfg;
             let maps = CopyMaps::of(cfg);
             let threads = cfg.threads();
             // Every element is covered: copies × threads × elements per copy ≥ elements.
@@ -288,6 +292,7 @@ fn copy_maps_cover_the_tiles() {
                 ACopy::Row4 => 1,
                 ACopy::Row16 => 16,
                 ACopy::RowK => 4,
+                ACopy::DirectRow | ACopy::DirectCol => unreachable!("filtered out"),
             };
             // The A tile holds m_s rows of A's k-tile (`RowK`) or a_rows columns of it.
             let a_elements = if cfg.a_copy.keeps_rows() {
@@ -928,4 +933,97 @@ mod gpu {
         }
         Ok(worst)
     }
+}
+
+/// A decode-family configuration (the family's default block shape).
+fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
+    KernelConfig {
+        a_copy,
+        m_s,
+        n_s: 64,
+        k_s: 8,
+        m_t: m_s,
+        n_t: 4,
+        warp: WarpLayout::new(16, 1),
+        nm: nm(8, 32),
+        l: 32,
+        packing: false,
+        stages: 1,
+        min_blocks: 1,
+        split_k: 1,
+    }
+}
+
+#[test]
+fn decode_configurations_are_named_validated_and_sized() {
+    let cfg = decode(2, ACopy::DirectRow);
+    assert_eq!(
+        cfg.name(),
+        "nm_spmm_f32_drow_ms2_ns64_ks8_mt2_nt4_w16x1_n8m32l32_nopack_cp1_mb1_sk1"
+    );
+    assert_eq!(KernelConfig::parse_name(&cfg.name()), Some(cfg));
+    assert_eq!(cfg.a_layout(), ALayout::RowMajor);
+    assert_eq!(decode(4, ACopy::DirectCol).a_layout(), ALayout::ColMajor);
+    assert_eq!(cfg.threads(), 512);
+    // The warps' partial sums: 16 warps × 2 rows × 64 columns.
+    assert_eq!(cfg.smem_bytes(), 4 * 16 * 2 * 64);
+    validate(&cfg, &h100()).unwrap();
+    let reason = |c: KernelConfig| match validate_structure(&c) {
+        Err(CodegenError::Rejected { reason, .. }) => reason,
+        other => panic!("{} should be rejected, got {other:?}", c.name()),
+    };
+    assert!(reason(KernelConfig {
+        m_s: 8,
+        m_t: 8,
+        ..cfg
+    })
+    .contains("1, 2 or 4 rows"));
+    assert!(reason(KernelConfig { m_t: 1, ..cfg }).contains("m_t"));
+    assert!(reason(KernelConfig { n_t: 16, ..cfg }).contains("n_t = 4 or 8"));
+    assert!(reason(KernelConfig { n_s: 48, ..cfg }).contains("divide a warp"));
+    assert!(reason(KernelConfig {
+        l: 4,
+        n_t: 8,
+        n_s: 64,
+        ..cfg
+    })
+    .contains("one column group"));
+    assert!(reason(KernelConfig { stages: 2, ..cfg }).contains("one stage"));
+    assert!(reason(KernelConfig {
+        warp: WarpLayout::new(8, 4),
+        ..cfg
+    })
+    .contains("w<warps>x1"));
+    // 32 warps of 1024 threads leave 64 registers: 8 rows of two float4 in flight do not fit.
+    let heavy = KernelConfig {
+        n_t: 8,
+        n_s: 128,
+        warp: WarpLayout::new(32, 1),
+        ..cfg
+    };
+    assert!(validate(&heavy, &h100()).is_err());
+}
+
+#[test]
+fn the_decode_family_serves_decode_problems_only() {
+    let cfg = decode(1, ACopy::DirectRow);
+    let decode_problem = Problem::new(1, 4096, 4096, nm(8, 32), 32).unwrap();
+    validate_for_problem(&cfg, &decode_problem).unwrap();
+    let prefill = Problem::new(256, 4096, 4096, nm(8, 32), 32).unwrap();
+    match validate_for_problem(&cfg, &prefill) {
+        Err(CodegenError::Rejected { reason, .. }) => {
+            assert!(reason.contains("serves m ≤ 16"), "{reason}")
+        }
+        other => panic!("m = 256 must be rejected, got {other:?}"),
+    }
+    // Both families are in the search space of both layouts; the decode family renders its
+    // own template, which keeps the shared reduction kernel.
+    for layout in ALayout::ALL {
+        let space = search_space(nm(8, 32), 32, layout, &h100());
+        assert!(space.iter().any(|c| c.a_copy.is_direct()), "{layout}");
+        assert!(space.iter().any(|c| !c.a_copy.is_direct()), "{layout}");
+    }
+    let src = render(&cfg).unwrap();
+    assert!(src.source.contains("nm_spmm_decode.cu.tera"));
+    assert!(src.source.contains(&format!("{}_reduce", src.name)));
 }

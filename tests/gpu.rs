@@ -1,5 +1,6 @@
 //! GPU correctness: every template family (each A copy path and so both A layouts, packing
-//! on/off, every ring depth, split-K > 1, warp tiles one and two column groups wide) against
+//! on/off, every ring depth, split-K > 1, warp tiles one and two column groups wide; the
+//! decode family's block shapes at m from 1 to more than a block row) against
 //! the CPU reference on random data at several shapes, m, n and k off their tiles, smallest
 //! and largest N:M, with alpha and beta both non-trivial. Skipped, visibly, where there is no
 //! GPU.
@@ -72,6 +73,36 @@ fn config(
         min_blocks,
         split_k,
     }
+}
+
+/// Decode-family configurations of one pattern: every rows-per-block value, narrow and wide
+/// blocks, one and two loads per lane, an odd unroll, one warp and many, split-K.
+fn decode_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
+    let mut out = Vec::new();
+    for a_copy in [ACopy::DirectRow, ACopy::DirectCol] {
+        for m_s in [1, 2, 4] {
+            for (n_s, n_t, k_s, warps) in [(32, 4, 3, 1), (64, 8, 4, 8), (128, 4, 8, 16)] {
+                for split_k in [1, 3] {
+                    out.push(KernelConfig {
+                        a_copy,
+                        m_s,
+                        n_s,
+                        k_s,
+                        m_t: m_s,
+                        n_t,
+                        warp: WarpLayout::new(warps, 1),
+                        nm,
+                        l,
+                        packing: false,
+                        stages: 1,
+                        min_blocks: 1,
+                        split_k,
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Run `kernel` on a random (m, n, k) instance and return the relative error against the CPU.
@@ -166,6 +197,11 @@ fn every_template_family_matches_the_cpu_reference() {
                 }
             }
         }
+        for cfg in decode_configs(nm, l) {
+            if validate::validate(&cfg, gpu.profile()).is_ok() {
+                configs.push(cfg);
+            }
+        }
     }
     let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
     let built = build_all(&configs, &gpu.profile().arch(), &cache);
@@ -186,11 +222,17 @@ fn every_template_family_matches_the_cpu_reference() {
             ALayout::RowMajor if !cfg.a_copy.transposes_a() => 1,
             _ => 4,
         };
-        let shapes: [(usize, usize, usize); 3] = [
-            (36 + m_off, 128, 96),
-            (100, 256, 256),
-            (128 + m_off, 192, 320),
-        ];
+        // Decode kernels: a single row, a few, and more rows than one block row holds.
+        let shapes: [(usize, usize, usize); 3] = if cfg.a_copy.is_direct() {
+            let few = if m_off == 1 { 3 } else { 8 };
+            [(m_off, 128, 96), (few, 256, 256), (36 + m_off, 192, 320)]
+        } else {
+            [
+                (36 + m_off, 128, 96),
+                (100, 256, 256),
+                (128 + m_off, 192, 320),
+            ]
+        };
         for (i, shape) in shapes.iter().enumerate() {
             let k = shape.2.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
             let n_cols = shape.1.div_ceil(cfg.l as usize) * cfg.l as usize;

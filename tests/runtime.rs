@@ -563,9 +563,12 @@ fn defaults_take_the_copy_path_of_the_layout() {
                 let q = p.with_layout(layout).unwrap();
                 let choice = lookup.lookup(&q).unwrap_or_else(|e| panic!("{q}: {e}"));
                 assert_eq!(choice.rule, Rule::Default);
-                let want = match layout {
-                    ALayout::ColMajor => ACopy::Col16,
-                    ALayout::RowMajor => ACopy::Row4,
+                // Decode-sized problems get the decode family's path of the layout.
+                let want = match (layout, q.is_decode()) {
+                    (ALayout::ColMajor, false) => ACopy::Col16,
+                    (ALayout::RowMajor, false) => ACopy::Row4,
+                    (ALayout::ColMajor, true) => ACopy::DirectCol,
+                    (ALayout::RowMajor, true) => ACopy::DirectRow,
                 };
                 assert_eq!(choice.config.a_copy, want, "{q}");
                 nmtune::codegen::validate_for_problem(&choice.config, &q).unwrap();

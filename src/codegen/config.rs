@@ -27,23 +27,58 @@ pub enum ACopy {
     /// one pass over A at memory bandwidth), then the `Col16` main loop runs on that copy.
     /// Measured as one kernel: the pass is in every timing of it.
     Transposed,
+    /// The decode family (few rows of C): no A tile and no shared-memory ring; every lane
+    /// reads the A values its B' rows need straight from global memory (A is m·k floats,
+    /// small enough to stay in L1/L2), and the block's warps stream B' rows at memory
+    /// bandwidth. Row-major A.
+    DirectRow,
+    /// The decode family on column-major A: a kept row's m_s values of A are contiguous.
+    DirectCol,
+}
+
+/// The kernel templates: which one renders a configuration follows from its A path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Block tiles of C through a cp.async ring of shared-memory stages (NM-SpMM's scheme):
+    /// `templates/nm_spmm.cu.tera`.
+    Tiled,
+    /// Few rows of C, the weight streamed once at memory bandwidth:
+    /// `templates/nm_spmm_decode.cu.tera`.
+    Decode,
 }
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 5] = [
+    pub const ALL: [ACopy; 7] = [
         ACopy::Col16,
         ACopy::Row4,
         ACopy::Row16,
         ACopy::RowK,
         ACopy::Transposed,
+        ACopy::DirectRow,
+        ACopy::DirectCol,
     ];
+
+    /// The template family a kernel with this path belongs to.
+    pub fn family(&self) -> Family {
+        match self {
+            ACopy::DirectRow | ACopy::DirectCol => Family::Decode,
+            _ => Family::Tiled,
+        }
+    }
+
+    /// Whether this path belongs to the decode family.
+    pub fn is_direct(&self) -> bool {
+        self.family() == Family::Decode
+    }
 
     /// The A layout a kernel with this copy path takes.
     pub fn layout(&self) -> ALayout {
         match self {
-            ACopy::Col16 => ALayout::ColMajor,
-            ACopy::Row4 | ACopy::Row16 | ACopy::RowK | ACopy::Transposed => ALayout::RowMajor,
+            ACopy::Col16 | ACopy::DirectCol => ALayout::ColMajor,
+            ACopy::Row4 | ACopy::Row16 | ACopy::RowK | ACopy::Transposed | ACopy::DirectRow => {
+                ALayout::RowMajor
+            }
         }
     }
 
@@ -64,7 +99,8 @@ impl ACopy {
         Self::ALL.into_iter().filter(move |c| c.layout() == layout)
     }
 
-    /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`.
+    /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`, and the decode
+    /// family's `drow`, `dcol`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
@@ -72,6 +108,8 @@ impl ACopy {
             ACopy::Row16 => "arow16",
             ACopy::RowK => "arowk",
             ACopy::Transposed => "atrans",
+            ACopy::DirectRow => "drow",
+            ACopy::DirectCol => "dcol",
         }
     }
 
@@ -81,9 +119,10 @@ impl ACopy {
 
     /// The number the template's `A_COPY` constant takes: the path that fills the main
     /// loop's A tiles (`Transposed` reads its column-major copy as `Col16`).
+    /// (The decode family's template has no A tile: 0.)
     pub fn template_id(&self) -> u32 {
         match self {
-            ACopy::Col16 | ACopy::Transposed => 0,
+            ACopy::Col16 | ACopy::Transposed | ACopy::DirectRow | ACopy::DirectCol => 0,
             ACopy::Row4 => 1,
             ACopy::Row16 => 2,
             ACopy::RowK => 3,
@@ -107,6 +146,11 @@ impl WarpLayout {
 /// Every parameter of one generated kernel. N, M and L are compile-time constants of the
 /// kernel; m, n and k are run-time arguments, so one configuration serves every shape of
 /// its sparsity pattern and A layout.
+///
+/// The decode family (`a_copy` `DirectRow` / `DirectCol`) reads the fields its own way: m_s
+/// rows of C per block (m_t = m_s), n_s columns per block, n_t columns per lane (4 or 8:
+/// one or two 16-byte loads of a B' row), k_s B' rows per lane in flight per step, `warp` =
+/// warps × 1 (the warps share the block's B' rows), one stage, no packing, min_blocks 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(from = "StoredConfig")]
 pub struct KernelConfig {
@@ -157,9 +201,17 @@ impl KernelConfig {
         self.n_s.div_ceil(self.l.max(1))
     }
 
-    /// Threads per block: (m_s/m_t)·(n_s/n_t).
+    /// Which template renders this configuration.
+    pub fn family(&self) -> Family {
+        self.a_copy.family()
+    }
+
+    /// Threads per block: (m_s/m_t)·(n_s/n_t); decode: 32 per warp.
     pub fn threads(&self) -> u32 {
-        (self.m_s / self.m_t.max(1)) * (self.n_s / self.n_t.max(1))
+        match self.family() {
+            Family::Tiled => (self.m_s / self.m_t.max(1)) * (self.n_s / self.n_t.max(1)),
+            Family::Decode => 32 * self.warp.rows * self.warp.cols,
+        }
     }
 
     /// Rows of the A tile in shared memory: the k_s window, or with packing at most the
@@ -183,6 +235,7 @@ impl KernelConfig {
     pub fn a_stride(&self) -> u32 {
         match self.a_copy {
             ACopy::Col16 | ACopy::Transposed => self.m_s,
+            ACopy::DirectRow | ACopy::DirectCol => 0,
             ACopy::Row4 | ACopy::Row16 => self.m_s + 4,
             ACopy::RowK => self.k_s + 4,
         }
@@ -206,8 +259,12 @@ impl KernelConfig {
 
     /// Dynamic shared memory per block, bytes: every stage of the ring (the design
     /// document's shared-memory constraint, with the padding counted).
+    /// Decode: the warps' partial sums, warps·m_s·n_s floats, added in a fixed order.
     pub fn smem_bytes(&self) -> u32 {
-        4 * self.stage_floats() * self.stages
+        match self.family() {
+            Family::Tiled => 4 * self.stage_floats() * self.stages,
+            Family::Decode => 4 * self.threads() / 32 * self.m_s * self.n_s,
+        }
     }
 
     /// Device workspace floats a launch on an m×k A and an m×n C needs: the column-major

@@ -1,12 +1,12 @@
 //! The configuration space of one sparsity pattern on one GPU.
 //!
-//! [`search_space`] lists every configuration the tuner may time; [`compile_set`] the
+//! [`search_space`] lists every configuration the tuner may time, both families; [`compile_set`] the
 //! distinct kernels behind them (split-K is a run-time argument of the kernel, so
 //! configurations that differ only in `split_k` share one compiled kernel, see
 //! [`compile_key`]).
 
 use super::render::compile_key;
-use super::validate::{validate, MIN_BLOCKS, SPLIT_K_VALUES, STAGES};
+use super::validate::{validate, DECODE_LANE_COLUMNS, MIN_BLOCKS, SPLIT_K_VALUES, STAGES};
 use super::{ACopy, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
 use crate::problem::{ALayout, NmPattern};
@@ -31,6 +31,17 @@ pub const MIN_USEFUL_K_S: u32 = 16;
 /// Largest k_s.
 pub const MAX_K_S: u32 = 256;
 
+/// Decode family: rows of C per block.
+pub const DECODE_ROWS: [u32; 3] = [1, 2, 4];
+/// Decode family: columns per block.
+pub const DECODE_BLOCK_COLUMNS: [u32; 3] = [32, 64, 128];
+/// Decode family: B' rows per lane in flight.
+pub const DECODE_UNROLLS: [u32; 2] = [4, 8];
+/// Decode family: warps per block.
+pub const DECODE_WARPS: [u32; 3] = [8, 16, 32];
+/// Decode family: split-K factors (a second kernel adds the slices).
+pub const DECODE_SPLITS: [u32; 3] = [1, 2, 4];
+
 /// k_s candidates for window M: M·2^i up to [`MAX_K_S`], ascending, without those below
 /// [`MIN_USEFUL_K_S`] unless nothing else exists.
 pub fn k_s_ladder(m: u32) -> Vec<u32> {
@@ -54,7 +65,7 @@ pub fn k_s_ladder(m: u32) -> Vec<u32> {
 /// [`K_S_CHOICES`] largest fitting k_s for each combination of the other parameters. Sorted
 /// and free of duplicates.
 pub fn search_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    let mut configs = Vec::new();
+    let mut configs = decode_space(nm, l, layout, gpu);
     for base in base_configs(nm, l, layout) {
         for k_s in fitting_k_s(&base, gpu) {
             for &split_k in &SPLIT_K_VALUES {
@@ -88,7 +99,7 @@ pub fn compile_set(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> 
 /// placeholders).
 fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
     let mut out = Vec::new();
-    for a_copy in ACopy::for_layout(layout) {
+    for a_copy in ACopy::for_layout(layout).filter(|c| !c.is_direct()) {
         for &m_s in &BLOCK_TILES {
             for &n_s in &BLOCK_TILES {
                 for &m_t in &THREAD_TILES {
@@ -132,4 +143,45 @@ fn fitting_k_s(base: &KernelConfig, gpu: &GpuProfile) -> Vec<u32> {
         .filter(|&k_s| validate(&KernelConfig { k_s, ..*base }, gpu).is_ok())
         .take(K_S_CHOICES)
         .collect()
+}
+
+/// Every valid decode-family configuration for `nm`, `l` and `layout` on `gpu`: the product
+/// of the `DECODE_*` lists.
+fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let a_copy = match layout {
+        ALayout::RowMajor => ACopy::DirectRow,
+        ALayout::ColMajor => ACopy::DirectCol,
+    };
+    let mut out = Vec::new();
+    for m_s in DECODE_ROWS {
+        for n_s in DECODE_BLOCK_COLUMNS {
+            for n_t in DECODE_LANE_COLUMNS {
+                for k_s in DECODE_UNROLLS {
+                    for warps in DECODE_WARPS {
+                        for split_k in DECODE_SPLITS {
+                            let cfg = KernelConfig {
+                                a_copy,
+                                m_s,
+                                n_s,
+                                k_s,
+                                m_t: m_s,
+                                n_t,
+                                warp: WarpLayout::new(warps, 1),
+                                nm,
+                                l,
+                                packing: false,
+                                stages: 1,
+                                min_blocks: 1,
+                                split_k,
+                            };
+                            if validate(&cfg, gpu).is_ok() {
+                                out.push(cfg);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
 }

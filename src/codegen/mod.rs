@@ -34,7 +34,7 @@ pub mod nvrtc;
 pub mod render;
 pub mod validate;
 
-pub use config::{ACopy, KernelConfig, WarpLayout};
+pub use config::{ACopy, Family, KernelConfig, WarpLayout};
 pub use enumerate::{compile_set, search_space};
 pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, CompiledKernel};
 pub use render::{compile_key, render, template_checksum, KernelSource};

@@ -1,9 +1,9 @@
 //! Rendering a [`KernelConfig`] to CUDA C++ with the Tera template family in `templates/`.
 //!
 //! The template text is embedded in the binary (`include_str!`), so nothing needs template
-//! files at run time. One template covers the whole configuration space: Tera only fills in
-//! the kernel name and `constexpr` constants; the body chooses its code paths with
-//! `if constexpr` on them.
+//! files at run time. One template per family ([`Family`]) covers its configuration space:
+//! Tera only fills in the kernel name and `constexpr` constants; the body chooses its code
+//! paths with `if constexpr` on them. The split-K reduction kernel is one shared template.
 //!
 //! # Split-K is a run-time value
 //!
@@ -14,18 +14,33 @@
 //! [`KernelSource::name`] and [`KernelSource::reduce_name`], not by `cfg.name()`; the
 //! configuration name (with its `sk` suffix) remains the name used in logs and the database.
 
-use super::{validate, CodegenError, KernelConfig};
+use super::{validate, CodegenError, Family, KernelConfig};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 
-/// The template family: (template name, text). Everything that shapes the rendered source.
-const TEMPLATES: &[(&str, &str)] = &[(
-    "nm_spmm.cu.tera",
-    include_str!("../../templates/nm_spmm.cu.tera"),
-)];
+/// The templates: (template name, text). Everything that shapes the rendered source.
+const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "nm_spmm.cu.tera",
+        include_str!("../../templates/nm_spmm.cu.tera"),
+    ),
+    (
+        "nm_spmm_decode.cu.tera",
+        include_str!("../../templates/nm_spmm_decode.cu.tera"),
+    ),
+    (
+        "split_k_reduce.cu.tera",
+        include_str!("../../templates/split_k_reduce.cu.tera"),
+    ),
+];
 
-/// The entry template of the family.
-const MAIN_TEMPLATE: &str = "nm_spmm.cu.tera";
+/// The entry template of a family.
+fn main_template(family: Family) -> &'static str {
+    match family {
+        Family::Tiled => "nm_spmm.cu.tera",
+        Family::Decode => "nm_spmm_decode.cu.tera",
+    }
+}
 
 /// A rendered CUDA module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,8 +96,11 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
     tera.autoescape_on(vec![]);
     tera.add_raw_templates(TEMPLATES.iter().copied())
         .map_err(|e| CodegenError::Template(describe(&e)))?;
-    let context = template_context(cfg, name);
-    tera.render(MAIN_TEMPLATE, &context)
+    let context = match cfg.family() {
+        Family::Tiled => template_context(cfg, name),
+        Family::Decode => decode_context(cfg, name),
+    };
+    tera.render(main_template(cfg.family()), &context)
         .map_err(|e| CodegenError::Template(describe(&e)))
 }
 
@@ -114,6 +132,23 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("stage_floats", &cfg.stage_floats());
     ctx.insert("fragment_buffers", &validate::fragment_buffers(cfg));
+    ctx
+}
+
+fn decode_context(cfg: &KernelConfig, name: &str) -> tera::Context {
+    let mut ctx = tera::Context::new();
+    ctx.insert("name", name);
+    ctx.insert("checksum", template_checksum());
+    ctx.insert("m_s", &cfg.m_s);
+    ctx.insert("n_s", &cfg.n_s);
+    ctx.insert("n_t", &cfg.n_t);
+    ctx.insert("k_s", &cfg.k_s);
+    ctx.insert("warps", &cfg.warp.rows);
+    ctx.insert("n", &cfg.nm.n);
+    ctx.insert("m", &cfg.nm.m);
+    ctx.insert("l", &cfg.l);
+    let a_col = cfg.a_layout() == crate::problem::ALayout::ColMajor;
+    ctx.insert("a_col", if a_col { "true" } else { "false" });
     ctx
 }
 

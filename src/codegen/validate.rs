@@ -1,16 +1,16 @@
 //! Which configurations the kernel template supports, and which fit a GPU and a problem.
 //!
-//! Every rule here mirrors an assumption of `templates/nm_spmm.cu.tera` (most are repeated
-//! there as `static_assert`s). A broken rule is reported as
+//! Every rule here mirrors an assumption of `templates/nm_spmm.cu.tera` or, for the decode
+//! family, `templates/nm_spmm_decode.cu.tera` (most are repeated there as `static_assert`s). A broken rule is reported as
 //! [`CodegenError::Rejected`] with a reason a human can act on; the first broken rule wins.
 //!
 //! Copy mappings need no divisibility rule of their own: every operand moves with
 //! `gcd(vectors per row, threads)` threads along a row and the rest of the block along the
 //! other dimension, and a last, partial pass is predicated at compile time.
 
-use super::{ACopy, CodegenError, KernelConfig};
+use super::{ACopy, CodegenError, Family, KernelConfig};
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{NmPattern, Problem};
+use crate::problem::{NmPattern, Problem, DECODE_MAX_M};
 
 /// Largest m_s, n_s and k_s the template is tuned for.
 pub const MAX_TILE: u32 = 256;
@@ -33,6 +33,18 @@ pub const MAX_UNROLLED_FMAS: u32 = 4096;
 pub const MAX_INDEX_REGISTERS: u32 = 64;
 /// Registers a thread needs beyond its tiles, fragments and indices: addresses, counters.
 const REGISTER_OVERHEAD: u32 = 24;
+
+/// Decode family: rows of C per block (m_s), at most.
+pub const DECODE_MAX_ROWS: u32 = 4;
+/// Decode family: columns per lane (n_t), one or two 16-byte loads of a B' row.
+pub const DECODE_LANE_COLUMNS: [u32; 2] = [4, 8];
+/// Decode family: columns per block (n_s), at most; a row segment of n_s/n_t lanes must
+/// divide a warp.
+pub const DECODE_MAX_COLUMNS: u32 = 128;
+/// Decode family: B' rows per lane in flight per step (k_s), at most.
+pub const DECODE_MAX_UNROLL: u32 = 16;
+/// Decode family: warps per block, at most.
+pub const DECODE_MAX_WARPS: u32 = 32;
 
 type Rule = Result<(), String>;
 
@@ -59,6 +71,12 @@ pub fn validate(cfg: &KernelConfig, gpu: &GpuProfile) -> Result<(), CodegenError
 
 /// The rules that hold on any GPU: what the template can be rendered and compiled for.
 pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
+    if cfg.family() == Family::Decode {
+        return pattern_rules(cfg)
+            .and_then(|_| decode_rules(cfg))
+            .and_then(|_| register_rules(cfg))
+            .map_err(|reason| rejected(cfg, reason));
+    }
     pattern_rules(cfg)
         .and_then(|_| block_tile_rules(cfg))
         .and_then(|_| thread_tile_rules(cfg))
@@ -118,6 +136,10 @@ pub fn fragment_buffers(cfg: &KernelConfig) -> u32 {
 /// in registers by the `Row16` path, the prefetched col_info entries of packing kernels,
 /// and a fixed overhead for addresses and counters. ptxas's report is the final word.
 pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
+    if cfg.family() == Family::Decode {
+        // Accumulators, the k_s rows of B' in flight with their indices, overhead.
+        return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + 1) + REGISTER_OVERHEAD;
+    }
     let groups = index_groups(cfg);
     let fragments = fragment_buffers(cfg) * (groups * cfg.m_t + cfg.n_t);
     let indices = if cfg.is_dense() {
@@ -128,7 +150,7 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     let maps = CopyMaps::of(cfg);
     let staging = match cfg.a_copy {
         ACopy::Row16 => 16 * maps.a_units,
-        ACopy::Col16 | ACopy::Row4 | ACopy::RowK | ACopy::Transposed => 0,
+        _ => 0,
     };
     let col_prefetch = if cfg.packing { maps.a_units } else { 0 };
     cfg.m_t * cfg.n_t + fragments + indices + staging + col_prefetch + REGISTER_OVERHEAD
@@ -161,6 +183,7 @@ impl CopyMaps {
         let threads = cfg.threads().max(32);
         let a_rows = cfg.a_rows();
         let a_units = match cfg.a_copy {
+            ACopy::DirectRow | ACopy::DirectCol => 0,
             ACopy::Col16 | ACopy::Transposed => {
                 let per_column = (cfg.m_s / 4).max(1);
                 let along = gcd(per_column, threads);
@@ -287,7 +310,9 @@ fn group_rules(cfg: &KernelConfig) -> Rule {
 fn copy_rules(cfg: &KernelConfig) -> Rule {
     let path = cfg.a_copy.token();
     match cfg.a_copy {
-        ACopy::Col16 | ACopy::Row4 | ACopy::Transposed => Ok(()),
+        ACopy::Col16 | ACopy::Row4 | ACopy::Transposed | ACopy::DirectRow | ACopy::DirectCol => {
+            Ok(())
+        }
         ACopy::Row16 | ACopy::RowK => {
             rule(!cfg.packing, || {
                 format!("the {path} path copies whole k_s windows 16 bytes of a row at a time; packing gathers columns one by one (use arow4)")
@@ -344,6 +369,51 @@ fn register_rules(cfg: &KernelConfig) -> Rule {
     let regs = estimated_registers(cfg);
     rule(regs <= MAX_REGISTERS_PER_THREAD, || {
         format!("needs about {regs} registers per thread, more than the {MAX_REGISTERS_PER_THREAD} a thread can have (reduce m_t·n_t)")
+    })
+}
+
+/// The decode template's shape: few rows, lanes that split a warp evenly, one stage.
+fn decode_rules(cfg: &KernelConfig) -> Rule {
+    let (m_s, n_s, n_t, k_s, l) = (cfg.m_s, cfg.n_s, cfg.n_t, cfg.k_s, cfg.l);
+    rule(matches!(m_s, 1 | 2 | 4) && cfg.m_t == m_s, || {
+        format!(
+            "decode kernels take m_s = m_t = 1, 2 or 4 rows of C per block, not m_s={m_s}, m_t={}",
+            cfg.m_t
+        )
+    })?;
+    rule(DECODE_LANE_COLUMNS.contains(&n_t), || {
+        format!("decode kernels give a lane n_t = 4 or 8 columns (16-byte loads), not {n_t}")
+    })?;
+    let lanes = n_s / n_t;
+    rule(
+        n_s % n_t == 0 && n_s <= DECODE_MAX_COLUMNS && lanes >= 1 && 32 % lanes == 0,
+        || {
+            format!("decode kernels need n_s={n_s} ≤ {DECODE_MAX_COLUMNS} split into n_s/n_t lanes that divide a warp's 32 (n_t={n_t})")
+        },
+    )?;
+    rule(l % n_t == 0, || {
+        format!("a decode lane's n_t={n_t} columns must lie in one column group of L={l}")
+    })?;
+    rule((1..=DECODE_MAX_UNROLL).contains(&k_s), || {
+        format!("decode kernels keep k_s = 1 to {DECODE_MAX_UNROLL} B' rows per lane in flight, not {k_s}")
+    })?;
+    let warps = cfg.warp.rows;
+    rule(
+        cfg.warp.cols == 1 && (1..=DECODE_MAX_WARPS).contains(&warps),
+        || {
+            format!(
+                "decode kernels arrange 1 to {DECODE_MAX_WARPS} warps as w<warps>x1, not w{}x{}",
+                warps, cfg.warp.cols
+            )
+        },
+    )?;
+    rule(
+        !cfg.packing && cfg.stages == 1 && cfg.min_blocks == 1,
+        || "decode kernels have no packing, one stage (cp1) and min_blocks 1".to_string(),
+    )?;
+    let split_k = cfg.split_k;
+    rule(SPLIT_K_VALUES.contains(&split_k), || {
+        format!("split_k={split_k} must be one of {SPLIT_K_VALUES:?}")
     })
 }
 
@@ -428,13 +498,29 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     rule(problem.n % 4 == 0, || {
         format!("n={} must be a multiple of 4", problem.n)
     })?;
-    let k_tiles = problem.k.div_ceil(cfg.k_s as usize);
-    rule(cfg.split_k as usize <= k_tiles, || {
-        format!(
-            "split_k={} exceeds the {k_tiles} k-tiles of k={} with k_s={}",
-            cfg.split_k, problem.k, cfg.k_s
-        )
-    })?;
+    if cfg.family() == Family::Decode {
+        rule(problem.is_decode(), || {
+            format!(
+                "the decode family serves m ≤ {DECODE_MAX_M} (it reads the weight once per m_s rows), not m={}",
+                problem.m
+            )
+        })?;
+        let windows = problem.k / cfg.nm.m.max(1) as usize;
+        rule(cfg.split_k as usize <= windows, || {
+            format!(
+                "split_k={} exceeds the {windows} pruning windows of k={}",
+                cfg.split_k, problem.k
+            )
+        })?;
+    } else {
+        let k_tiles = problem.k.div_ceil(cfg.k_s as usize);
+        rule(cfg.split_k as usize <= k_tiles, || {
+            format!(
+                "split_k={} exceeds the {k_tiles} k-tiles of k={} with k_s={}",
+                cfg.split_k, problem.k, cfg.k_s
+            )
+        })?;
+    }
     let grid_rows = problem.m.div_ceil(cfg.m_s as usize);
     rule(grid_rows <= 65_535, || {
         format!(

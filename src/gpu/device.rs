@@ -71,12 +71,17 @@ pub fn driver_present() -> bool {
 
 const SUPPORT_SOURCE: &str = include_str!("support.cu");
 
+/// Clock cycles a burst waits behind (about 1 ms at 2 GHz): long enough for the host to
+/// queue a burst of tens of launches.
+pub const BURST_HEAD_START_CYCLES: i64 = 2_000_000;
+
 /// Kernels of `support.cu`, compiled for the device at open time.
 struct SupportKernels {
     fill_uniform: CudaFunction,
     decompress: CudaFunction,
     error_sums: CudaFunction,
     poison: CudaFunction,
+    spin: CudaFunction,
     _module: Arc<CudaModule>,
 }
 
@@ -161,6 +166,13 @@ impl Gpu {
         // SAFETY: every buffer is written (fill, upload or kernel) before it is read.
         unsafe { self.stream.alloc::<f32>(len.max(1)) }
             .map_err(driver_err("allocating device memory"))
+    }
+
+    /// A device copy of `buf`.
+    pub fn duplicate(&self, buf: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+        self.stream
+            .clone_dtod(buf)
+            .map_err(driver_err("copying device memory"))
     }
 
     pub fn upload<T: cudarc::driver::DeviceRepr>(
@@ -374,6 +386,49 @@ impl Gpu {
             .collect()
     }
 
+    /// Time `runs` bursts of `per_burst` launches each, back to back: every burst is queued
+    /// behind a spin kernel of [`BURST_HEAD_START_CYCLES`], so that the GPU, not the host's
+    /// launch rate, sets its pace, with events around the burst. `launch(i)` makes launch i
+    /// (numbered across bursts). Returns each burst's time per launch, ms.
+    pub fn time_bursts(
+        &self,
+        runs: usize,
+        per_burst: usize,
+        limit: Duration,
+        mut launch: impl FnMut(usize) -> Result<(), GpuError>,
+    ) -> Result<Vec<f64>, GpuError> {
+        let per_burst = per_burst.max(1);
+        let mut times = Vec::with_capacity(runs);
+        for run in 0..runs {
+            self.spin(BURST_HEAD_START_CYCLES)?;
+            let start = self.timing_event()?;
+            for j in 0..per_burst {
+                launch(run * per_burst + j)?;
+            }
+            let end = self.timing_event()?;
+            self.synchronize_within(limit)?;
+            let ms = start
+                .elapsed_ms(&end)
+                .map_err(driver_err("reading event times"))?;
+            times.push(ms as f64 / per_burst as f64);
+        }
+        Ok(times)
+    }
+
+    /// Occupy the stream for `cycles` clock cycles of one thread.
+    fn spin(&self, cycles: i64) -> Result<(), GpuError> {
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = self.stream.launch_builder(&self.support.spin);
+        launch.arg(&cycles);
+        // SAFETY: signature matches support.cu.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("launching the spin kernel"))?;
+        Ok(())
+    }
+
     fn timing_event(&self) -> Result<cudarc::driver::CudaEvent, GpuError> {
         // record_event(None) would disable timing; ask for CU_EVENT_DEFAULT explicitly.
         self.stream
@@ -428,6 +483,7 @@ fn compile_support(
         decompress: load("nmtune_decompress")?,
         error_sums: load("nmtune_error_sums")?,
         poison: load("nmtune_poison")?,
+        spin: load("nmtune_spin")?,
         _module: module.clone(),
     })
 }

@@ -61,3 +61,11 @@ extern "C" __global__ void nmtune_poison(float* out, unsigned long long count) {
         out[i] = __int_as_float(0x7fc00000);
     }
 }
+
+// Hold the stream for `cycles` SM clock cycles: the host queues a whole burst of launches
+// behind it, so that the burst then runs back to back at the GPU's pace, not the host's.
+extern "C" __global__ void nmtune_spin(long long cycles) {
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+}

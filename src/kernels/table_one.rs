@@ -70,15 +70,58 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         .then_some(cfg)
 }
 
-/// The configuration `problem` gets without a measurement: Table I for its size class, the
-/// other classes, then the model's best valid configuration. None only when no configuration
-/// of the template family can run the problem (an L that is not a multiple of 4, say).
+/// The configuration `problem` gets without a measurement: for a decode problem the decode
+/// family's default, else Table I for its size class, the other classes, then the model's
+/// best valid configuration. None only when no configuration of the template families can
+/// run the problem (an L that is not a multiple of 4, say).
 pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
     let first = class_of(problem);
-    std::iter::once(first)
-        .chain((0..CLASSES).filter(|&c| c != first))
-        .find_map(|class| config(class, problem, gpu))
+    decode_default(problem, gpu)
+        .or_else(|| {
+            std::iter::once(first)
+                .chain((0..CLASSES).filter(|&c| c != first))
+                .find_map(|class| config(class, problem, gpu))
+        })
         .or_else(|| model_best(problem, gpu))
+}
+
+/// The decode family's block shape that won most often when the H100 first tuned
+/// `shapes/decode.yaml` (docs/perf-log.md, "The decode family"): 32 columns, 8 per lane, 4
+/// rows in flight, 16 warps, as many rows per block as m needs (up to 4).
+pub fn decode_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    let cfg = decode_config(problem, (32, 8, 4, 16));
+    (problem.is_decode()
+        && validate::validate(&cfg, gpu).is_ok()
+        && validate::validate_for_problem(&cfg, problem).is_ok())
+    .then_some(cfg)
+}
+
+/// A decode-family configuration for `problem` with block shape (n_s, n_t, k_s, warps) and
+/// as many rows per block as m needs, up to [`validate::DECODE_MAX_ROWS`]; split-K 1, not
+/// validated.
+pub fn decode_config(
+    problem: &Problem,
+    (n_s, n_t, k_s, warps): (u32, u32, u32, u32),
+) -> KernelConfig {
+    let m_s = (problem.m.next_power_of_two() as u32).min(validate::DECODE_MAX_ROWS);
+    KernelConfig {
+        a_copy: match problem.a_layout {
+            ALayout::RowMajor => ACopy::DirectRow,
+            ALayout::ColMajor => ACopy::DirectCol,
+        },
+        m_s,
+        n_s,
+        k_s,
+        m_t: m_s,
+        n_t,
+        warp: WarpLayout::new(warps, 1),
+        nm: problem.nm,
+        l: problem.l as u32,
+        packing: false,
+        stages: 1,
+        min_blocks: 1,
+        split_k: 1,
+    }
 }
 
 /// The model's best valid configuration for `problem` over the whole space.

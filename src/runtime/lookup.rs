@@ -15,7 +15,9 @@
 //!    answer is cached per problem, so the model runs once per m. A tuned problem whose best
 //!    kernel needs m to be a multiple of 4 (`atrans`, row-major A transposed first) also
 //!    lends its best kernel among those that run every m, for the m its best cannot run.
-//! 3. **Default**: the paper's Table I configuration for the problem's size class
+//!    A decode problem (m ≤ 16) borrows only from entries tuned at m ≤ 16.
+//! 3. **Default**: for a decode problem the decode family's default; else the paper's Table I
+//!    configuration for the problem's size class
 //!    ([`crate::kernels::table_one::default_config`]), then the other classes, then the performance model's
 //!    best; only a problem the template family cannot run at all is an error.
 //!
@@ -35,7 +37,7 @@ use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one;
 use crate::model::predict_with_registers;
-use crate::problem::{ALayout, NmPattern, Problem};
+use crate::problem::{ALayout, NmPattern, Problem, DECODE_MAX_M};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -339,7 +341,13 @@ fn exact_entry<'a>(entries: &'a [Entry], problem: &Problem) -> Option<&'a Entry>
 /// `problem.m`, each with every split-K factor valid for the problem; the lowest estimate.
 fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Option<Choice> {
     let at = entries.partition_point(|e| e.m < problem.m);
-    let usable = |e: &&Entry| e.m != problem.m && !resplit(e, problem).is_empty();
+    // A decode problem borrows only from decode-sized entries: a kernel tuned at m = 256
+    // wastes most of its block at m = 1, where the decode default streams the weight.
+    let usable = |e: &&Entry| {
+        e.m != problem.m
+            && (!problem.is_decode() || e.m <= DECODE_MAX_M)
+            && !resplit(e, problem).is_empty()
+    };
     let below = entries[..at].iter().rev().find(usable).map(|e| e.m);
     let above = entries[at..].iter().find(usable).map(|e| e.m);
     // Every entry of the two nearest tuned m (a problem's best and its every-m entry),
@@ -533,7 +541,15 @@ mod tests {
             at(300).rule,
             Rule::NearestM { from_m: 256 | 1024 }
         ));
-        assert_eq!(at(1).rule, Rule::NearestM { from_m: 256 });
+        assert!(at(300).median_us.is_some());
+        // A decode problem never borrows a kernel tuned for m = 256: rule 3 answers it.
+        assert!(answer(&entries, &problem(1, 4096, 4096)).is_none());
+        let decode_entries = [
+            entry(16, config(32, 1), 5.0),
+            entry(256, config(32, 1), 10.0),
+        ];
+        let at1 = answer(&decode_entries, &problem(1, 4096, 4096)).unwrap();
+        assert_eq!(at1.rule, Rule::NearestM { from_m: 16 });
         assert_eq!(at(100_000).rule, Rule::NearestM { from_m: 4096 });
         assert_eq!(
             at(100_000).median_us,
@@ -593,7 +609,7 @@ mod tests {
     #[test]
     fn splits_invalid_for_the_requested_k_are_never_chosen() {
         // k = 256 has 4 k-tiles of 64: split-K 6 and 8 cannot run it.
-        let p = problem(8, 1024, 256);
+        let p = problem(32, 1024, 256);
         let choice = answer(&[entry(4096, config(32, 8), 90.0)], &p).unwrap();
         assert!(choice.config.split_k <= 4, "{}", choice.config.name());
         assert!(validate_for_problem(&choice.config, &p).is_ok());

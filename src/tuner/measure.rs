@@ -1,7 +1,7 @@
 //! The runner: verify and time candidate kernels for one problem against cuBLAS SGEMM on the
 //! same inputs, in the same process.
 
-use super::workload::{Activations, DeviceWeight};
+use super::workload::{weight_copies, Activations, DeviceWeight};
 use crate::gpu::{Gpu, GpuError};
 use crate::kernels::OperandError;
 use crate::kernels::{LaunchBuffers, LoadedKernel};
@@ -90,6 +90,10 @@ impl<'w> Bench<'w> {
         seed: u32,
     ) -> Result<Self, OperandError> {
         let acts = Activations::random(gpu, &problem, workspace_len, seed)?;
+        if problem.is_decode() {
+            let copies = weight_copies(weight.sparse_bytes(), gpu.profile().l2_bytes);
+            weight.ensure_rotation(gpu, copies)?;
+        }
         let mut bench = Self {
             problem,
             weight,
@@ -110,22 +114,31 @@ impl<'w> Bench<'w> {
         (self.problem.m, self.problem.n, self.problem.k)
     }
 
-    /// Time cuBLAS SGEMM (FP32, no TF32) on the dense decompressed weight, rotating inputs.
+    /// Time cuBLAS SGEMM (FP32, no TF32) on the dense decompressed weight, rotating inputs
+    /// (and, for a decode problem, weights: [`Bench::time_launches`]).
     pub fn time_cublas(&mut self, gpu: &Gpu, plan: TimingPlan) -> Result<Timing, GpuError> {
         let shape = self.shape();
         let sets = self.acts.sets();
-        let (a_sets, c_sets, dense) =
-            (&self.acts.a_sets, &mut self.acts.c_sets, &self.weight.dense);
+        let (a_sets, c_sets, weight) = (&self.acts.a_sets, &mut self.acts.c_sets, &*self.weight);
         let layout = self.problem.a_layout;
-        let times = gpu.time_each(plan.warmup, plan.runs, plan.time_limit, |i| {
+        let launch = |i: usize| {
             gpu.sgemm(
                 &a_sets[i % sets],
                 layout,
-                dense,
+                weight.dense_of(i),
                 &mut c_sets[i % sets],
                 shape,
             )
-        })?;
+        };
+        let times = time_launches(
+            gpu,
+            &self.problem,
+            weight.copies(),
+            plan.warmup,
+            plan.runs,
+            plan.time_limit,
+            launch,
+        )?;
         Ok(Timing::from_ms(&times))
     }
 
@@ -184,12 +197,17 @@ impl<'w> Bench<'w> {
         runs: usize,
         limit: Duration,
     ) -> Result<Timing, GpuError> {
-        let sets = self.acts.sets();
-        let times = gpu.time_each(warmup, runs, limit, |i| self.launch(gpu, kernel, i % sets))?;
+        let copies = self.weight.copies();
+        let problem = self.problem;
+        let times = time_launches(gpu, &problem, copies, warmup, runs, limit, |i| {
+            self.launch(gpu, kernel, i)
+        })?;
         Ok(Timing::from_ms(&times))
     }
 
-    fn launch(&mut self, gpu: &Gpu, kernel: &LoadedKernel, set: usize) -> Result<(), GpuError> {
+    /// Launch on activation set `i % sets` and weight copy `i % copies`.
+    fn launch(&mut self, gpu: &Gpu, kernel: &LoadedKernel, i: usize) -> Result<(), GpuError> {
+        let set = i % self.acts.sets();
         let cfg = kernel.config;
         let shape = self.shape();
         if cfg.packing {
@@ -215,7 +233,7 @@ impl<'w> Bench<'w> {
         };
         let bufs = LaunchBuffers {
             a: &self.acts.a_sets[set],
-            b_values: &self.weight.values,
+            b_values: self.weight.values_of(i),
             indices,
             col_info,
             col_count,
@@ -224,6 +242,34 @@ impl<'w> Bench<'w> {
         };
         kernel.launch(gpu, bufs, shape, 1.0, 0.0)
     }
+}
+
+/// Launches per timed burst of a decode problem: at least this many, and every weight copy
+/// once.
+const MIN_BURST_LAUNCHES: usize = 20;
+
+/// The one timing rule of launches (`launch(i)` makes launch i). Most problems: events
+/// around every launch, `runs` times after `warmup`. Decode problems, whose time is their
+/// weight's bytes: `runs` bursts of back-to-back launches over the `copies` rotating weight
+/// copies, queued behind a spin kernel (as a forward pass runs its layers: every weight cold,
+/// no launch latency between them), each burst's time per launch.
+fn time_launches(
+    gpu: &Gpu,
+    problem: &Problem,
+    copies: usize,
+    warmup: usize,
+    runs: usize,
+    limit: Duration,
+    mut launch: impl FnMut(usize) -> Result<(), GpuError>,
+) -> Result<Vec<f64>, GpuError> {
+    if !problem.is_decode() {
+        return gpu.time_each(warmup, runs, limit, launch);
+    }
+    for i in 0..warmup {
+        launch(i)?;
+    }
+    let per_burst = MIN_BURST_LAUNCHES.max(copies);
+    gpu.time_bursts(runs, per_burst, limit, launch)
 }
 
 #[cfg(test)]

@@ -63,17 +63,27 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             picked
         }
         Strategy::Pruned => {
+            let decode = decode_candidates(&space, problem, gpu);
+            // Up to m = 4 rows per block the decode family won every problem of the first
+            // H100 decode tuning: the tiled family keeps only its Table I seeds there.
+            let tiled_search = problem.m > validate::DECODE_MAX_ROWS as usize;
             let kept: Vec<_> = space
                 .into_iter()
-                .filter(|c| paper_rules(c, problem, gpu))
+                .filter(|c| tiled_search && paper_rules(c, problem, gpu))
                 .collect();
             let mut picked: Vec<_> = ranked(kept, problem, gpu)
                 .into_iter()
                 .take(PRUNED_TOP)
                 .collect();
+            let sweep = if tiled_search {
+                sweep_seeds(problem, gpu)
+            } else {
+                Vec::new()
+            };
             for seed in table_one_seeds(problem, gpu)
                 .into_iter()
-                .chain(sweep_seeds(problem, gpu))
+                .chain(sweep)
+                .chain(decode)
             {
                 if !picked.contains(&seed) {
                     picked.push(seed);
@@ -83,6 +93,49 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         }
         Strategy::Model => model_picks(&ranked(space, problem, gpu), MODEL_TOP, true),
     }
+}
+
+/// Decode-family candidates the pruned strategy adds to a decode problem's: the model's
+/// best few beside the seeds.
+const DECODE_TOP: usize = 3;
+
+/// Decode block shapes (n_s, n_t, k_s, warps) that won most often when the H100 first tuned
+/// `shapes/decode.yaml` with the prototype's shapes and the model's picks as candidates
+/// (docs/perf-log.md, "The decode family"): m_s follows m.
+const DECODE_SEEDS: [(u32, u32, u32, u32); 6] = [
+    (32, 8, 4, 16),
+    (64, 8, 4, 16),
+    (32, 8, 4, 8),
+    (128, 8, 4, 16),
+    (64, 8, 4, 8),
+    (32, 4, 8, 16),
+];
+
+/// The decode family's candidates for a decode problem (none for larger m): the seeds with
+/// the split factors the model prefers, and the model's [`DECODE_TOP`] of `space`.
+fn decode_candidates(
+    space: &[KernelConfig],
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    if !problem.is_decode() {
+        return Vec::new();
+    }
+    let mut picked: Vec<KernelConfig> = Vec::new();
+    for shape in DECODE_SEEDS {
+        picked.extend(with_splits(
+            table_one::decode_config(problem, shape),
+            problem,
+            gpu,
+        ));
+    }
+    let decode: Vec<KernelConfig> = space
+        .iter()
+        .filter(|c| c.a_copy.is_direct())
+        .copied()
+        .collect();
+    picked.extend(ranked(decode, problem, gpu).into_iter().take(DECODE_TOP));
+    picked
 }
 
 /// `count` configurations of `space` chosen by the SHA-256 of their names: the same kernels

@@ -18,6 +18,10 @@ pub struct DeviceWeight {
     /// The decompressed k×n weight: cuBLAS's operand, and the verification reference.
     pub dense: CudaSlice<f32>,
     col_infos: DeviceColInfos,
+    /// Further copies of (B', dense weight) that decode problems rotate through while they
+    /// are timed, so that every launch finds its weight in DRAM, as a layer of a model's
+    /// forward pass does. D and col_info are shared: at L = 32 they are at most 1/32 of B'.
+    rotation: Vec<(CudaSlice<f32>, CudaSlice<f32>)>,
 }
 
 /// Random kept-row positions: N distinct sorted positions per window and column group.
@@ -69,7 +73,44 @@ impl DeviceWeight {
             indices,
             dense,
             col_infos: DeviceColInfos::default(),
+            rotation: Vec::new(),
         })
+    }
+
+    /// Make the weight rotate over `copies` copies in all (the original included).
+    pub fn ensure_rotation(&mut self, gpu: &Gpu, copies: usize) -> Result<(), OperandError> {
+        while self.rotation.len() + 1 < copies {
+            let values = gpu.duplicate(&self.values)?;
+            let dense = gpu.duplicate(&self.dense)?;
+            self.rotation.push((values, dense));
+        }
+        Ok(())
+    }
+
+    /// Copies the weight rotates over (1 unless [`DeviceWeight::ensure_rotation`] made more).
+    pub fn copies(&self) -> usize {
+        1 + self.rotation.len()
+    }
+
+    /// B' of copy `set % copies()`.
+    pub fn values_of(&self, set: usize) -> &CudaSlice<f32> {
+        match set % self.copies() {
+            0 => &self.values,
+            i => &self.rotation[i - 1].0,
+        }
+    }
+
+    /// The dense weight of copy `set % copies()`.
+    pub fn dense_of(&self, set: usize) -> &CudaSlice<f32> {
+        match set % self.copies() {
+            0 => &self.dense,
+            i => &self.rotation[i - 1].1,
+        }
+    }
+
+    /// Bytes of B' and D: what a launch streams from DRAM at least.
+    pub fn sparse_bytes(&self) -> u64 {
+        4 * (self.values.len() + self.indices.len()) as u64
     }
 
     /// Build col_info for a (k_s, n_s) tiling unless it exists.
@@ -128,6 +169,17 @@ impl Activations {
 pub fn rotation_sets(bytes_per_set: u64, l2_bytes: u64) -> usize {
     (3 * l2_bytes).div_ceil(bytes_per_set.max(1)).clamp(1, 16) as usize
 }
+
+/// Weight copies a decode problem rotates over: enough that cycling through them touches
+/// 3× the L2 size, at most [`MAX_WEIGHT_COPIES`].
+pub fn weight_copies(weight_bytes: u64, l2_bytes: u64) -> usize {
+    (3 * l2_bytes)
+        .div_ceil(weight_bytes.max(1))
+        .clamp(1, MAX_WEIGHT_COPIES as u64) as usize
+}
+
+/// Cap on weight copies: 2048² at 4:32 (2 MB of B') needs 75 to cover 3× a 50 MB L2.
+pub const MAX_WEIGHT_COPIES: usize = 96;
 
 #[cfg(test)]
 mod tests {
