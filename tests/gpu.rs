@@ -79,25 +79,12 @@ fn config(
 /// blocks, one and two loads per lane, an odd unroll, one warp and many, split-K.
 fn decode_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
     let mut out = Vec::new();
-    for a_copy in [ACopy::DirectRow, ACopy::DirectCol] {
+    for layout in ALayout::ALL {
         for m_s in [1, 2, 4] {
-            for (n_s, n_t, k_s, warps) in [(32, 4, 3, 1), (64, 8, 4, 8), (128, 4, 8, 16)] {
+            for shape in [(32, 4, 3, 1), (64, 8, 4, 8), (128, 4, 8, 16)] {
                 for split_k in [1, 3] {
-                    out.push(KernelConfig {
-                        a_copy,
-                        m_s,
-                        n_s,
-                        k_s,
-                        m_t: m_s,
-                        n_t,
-                        warp: WarpLayout::new(warps, 1),
-                        nm,
-                        l,
-                        packing: false,
-                        stages: 1,
-                        min_blocks: 1,
-                        split_k,
-                    });
+                    let base = KernelConfig::decode(layout, m_s, shape, nm, l);
+                    out.push(KernelConfig { split_k, ..base });
                 }
             }
         }

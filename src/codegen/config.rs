@@ -180,6 +180,35 @@ pub struct KernelConfig {
 }
 
 impl KernelConfig {
+    /// A decode-family configuration for A in `layout`: m_s rows of C per block (m_t = m_s),
+    /// block shape (n_s, n_t, k_s, warps), one stage, split-K 1. Not validated.
+    pub fn decode(
+        layout: ALayout,
+        m_s: u32,
+        (n_s, n_t, k_s, warps): (u32, u32, u32, u32),
+        nm: NmPattern,
+        l: u32,
+    ) -> Self {
+        Self {
+            a_copy: match layout {
+                ALayout::RowMajor => ACopy::DirectRow,
+                ALayout::ColMajor => ACopy::DirectCol,
+            },
+            m_s,
+            n_s,
+            k_s,
+            m_t: m_s,
+            n_t,
+            warp: WarpLayout::new(warps, 1),
+            nm,
+            l,
+            packing: false,
+            stages: 1,
+            min_blocks: 1,
+            split_k: 1,
+        }
+    }
+
     /// The A layout this kernel takes.
     pub fn a_layout(&self) -> ALayout {
         self.a_copy.layout()

@@ -148,10 +148,6 @@ fn fitting_k_s(base: &KernelConfig, gpu: &GpuProfile) -> Vec<u32> {
 /// Every valid decode-family configuration for `nm`, `l` and `layout` on `gpu`: the product
 /// of the `DECODE_*` lists.
 fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    let a_copy = match layout {
-        ALayout::RowMajor => ACopy::DirectRow,
-        ALayout::ColMajor => ACopy::DirectCol,
-    };
     let mut out = Vec::new();
     for m_s in DECODE_ROWS {
         for n_s in DECODE_BLOCK_COLUMNS {
@@ -159,20 +155,10 @@ fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec
                 for k_s in DECODE_UNROLLS {
                     for warps in DECODE_WARPS {
                         for split_k in DECODE_SPLITS {
+                            let shape = (n_s, n_t, k_s, warps);
                             let cfg = KernelConfig {
-                                a_copy,
-                                m_s,
-                                n_s,
-                                k_s,
-                                m_t: m_s,
-                                n_t,
-                                warp: WarpLayout::new(warps, 1),
-                                nm,
-                                l,
-                                packing: false,
-                                stages: 1,
-                                min_blocks: 1,
                                 split_k,
+                                ..KernelConfig::decode(layout, m_s, shape, nm, l)
                             };
                             if validate(&cfg, gpu).is_ok() {
                                 out.push(cfg);

@@ -99,29 +99,9 @@ pub fn decode_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfi
 /// A decode-family configuration for `problem` with block shape (n_s, n_t, k_s, warps) and
 /// as many rows per block as m needs, up to [`validate::DECODE_MAX_ROWS`]; split-K 1, not
 /// validated.
-pub fn decode_config(
-    problem: &Problem,
-    (n_s, n_t, k_s, warps): (u32, u32, u32, u32),
-) -> KernelConfig {
+pub fn decode_config(problem: &Problem, shape: (u32, u32, u32, u32)) -> KernelConfig {
     let m_s = (problem.m.next_power_of_two() as u32).min(validate::DECODE_MAX_ROWS);
-    KernelConfig {
-        a_copy: match problem.a_layout {
-            ALayout::RowMajor => ACopy::DirectRow,
-            ALayout::ColMajor => ACopy::DirectCol,
-        },
-        m_s,
-        n_s,
-        k_s,
-        m_t: m_s,
-        n_t,
-        warp: WarpLayout::new(warps, 1),
-        nm: problem.nm,
-        l: problem.l as u32,
-        packing: false,
-        stages: 1,
-        min_blocks: 1,
-        split_k: 1,
-    }
+    KernelConfig::decode(problem.a_layout, m_s, shape, problem.nm, problem.l as u32)
 }
 
 /// The model's best valid configuration for `problem` over the whole space.
