@@ -86,8 +86,8 @@ pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfi
 }
 
 /// The decode family's block shape that won most often when the H100 first tuned
-/// `shapes/decode.yaml` (docs/perf-log.md, "The decode family"): 32 columns, 8 per lane, 4
-/// rows in flight, 16 warps, as many rows per block as m needs (up to 4).
+/// `shapes/decode.yaml` (docs/perf-log.md, "The decode family in the tree"): 32 columns, 8
+/// per lane, 4 rows in flight, 16 warps, as many rows per block as m needs (up to 4).
 pub fn decode_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
     let cfg = decode_config(problem, (32, 8, 4, 16));
     (problem.is_decode()

@@ -101,7 +101,7 @@ const DECODE_TOP: usize = 3;
 
 /// Decode block shapes (n_s, n_t, k_s, warps) that won most often when the H100 first tuned
 /// `shapes/decode.yaml` with the prototype's shapes and the model's picks as candidates
-/// (docs/perf-log.md, "The decode family"): m_s follows m.
+/// (docs/perf-log.md, "The decode family in the tree"): m_s follows m.
 const DECODE_SEEDS: [(u32, u32, u32, u32); 6] = [
     (32, 8, 4, 16),
     (64, 8, 4, 16),
