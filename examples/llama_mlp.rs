@@ -37,9 +37,11 @@ struct Args {
     /// Vector length L.
     #[arg(long, default_value_t = 32)]
     l: usize,
-    /// Tuning database [default: tuning-db/<gpu>.sqlite, e.g. tuning-db/h200.sqlite on an H200].
+    /// Tuning database; repeat to read several as one [default: tuning-db/<gpu>.sqlite and
+    /// tuning-db/<gpu>-decode.sqlite, e.g. tuning-db/h200.sqlite and
+    /// tuning-db/h200-decode.sqlite on an H200].
     #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
+    db: Vec<PathBuf>,
     /// Timed runs of each kernel (the median is reported).
     #[arg(long, default_value_t = 20)]
     runs: usize,
@@ -71,9 +73,16 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let weight = prepare(nm, args.l)?;
     // The device's own name: a table for another GPU would describe other hardware.
     let name = gpu.profile().name.clone();
-    let db = (args.db.clone()).unwrap_or_else(|| PathBuf::from(format!("tuning-db/{name}.sqlite")));
-    println!("tuning database {} (GPU {name})", db.display());
-    let lookup = Lookup::open(&db, &name)?;
+    let dbs = if args.db.is_empty() {
+        ["", "-decode"]
+            .map(|part| PathBuf::from(format!("tuning-db/{name}{part}.sqlite")))
+            .to_vec()
+    } else {
+        args.db.clone()
+    };
+    let shown: Vec<String> = dbs.iter().map(|db| db.display().to_string()).collect();
+    println!("tuning databases {} (GPU {name})", shown.join(", "));
+    let lookup = Lookup::open_all(&dbs, &name)?;
     let runtime = Runtime::new(lookup, &gpu.ctx)?;
     let mut layer = SparseLinear::new(runtime, weight, ALayout::RowMajor, &gpu.stream)?;
     report_choice(&layer, args.m)?;

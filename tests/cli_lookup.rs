@@ -203,6 +203,58 @@ fn report_and_lookup_name_the_same_kernel_for_a_measured_and_a_faster_replayed_r
     assert_eq!(reported[0]["kernel"], c[0].name());
 }
 
+#[test]
+fn several_databases_read_as_one_keep_the_better_entry_in_either_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (prefill, decode) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    let (shared, only_prefill, only_decode) = (
+        problem(256, 4096, 4096, "8:32"),
+        problem(4096, 4096, 4096, "8:32"),
+        problem(1, 4096, 4096, "8:32"),
+    );
+    let (c, d) = (configs(&shared), configs(&only_decode));
+    let a = Database::open(&prefill).unwrap();
+    a.record(&timed_row(shared, c[0], Source::Measured, 10.0))
+        .unwrap();
+    a.record(&timed_row(
+        only_prefill,
+        configs(&only_prefill)[0],
+        Source::Measured,
+        500.0,
+    ))
+    .unwrap();
+    drop(a);
+    let b = Database::open(&decode).unwrap();
+    b.record(&timed_row(shared, c[1], Source::Measured, 8.0))
+        .unwrap();
+    b.record(&timed_row(only_decode, d[0], Source::Measured, 12.0))
+        .unwrap();
+    drop(b);
+    for order in [[&prefill, &decode], [&decode, &prefill]] {
+        let both = Lookup::open_all(&order, "h200").unwrap();
+        let exact = |p: &Problem| {
+            let choice = both.lookup(p).unwrap();
+            assert_eq!(choice.rule, Rule::Exact, "{p}");
+            choice.median_us
+        };
+        assert_eq!(exact(&shared), Some(8.0), "the faster of the two entries");
+        assert_eq!(exact(&only_prefill), Some(500.0));
+        assert_eq!(exact(&only_decode), Some(12.0));
+    }
+    // The CLI reads them the same way, `--db` repeated.
+    let m = shared.m.to_string();
+    let answer: serde_json::Value = json_output(
+        nmtune()
+            .args(["lookup", "--gpu", "h200", "--format", "json", "--db"])
+            .arg(&prefill)
+            .arg("--db")
+            .arg(&decode)
+            .args(["--m", &m, "--n", "4096", "--k", "4096", "--nm", "8:32"]),
+    );
+    assert_eq!(answer["kernel"], c[1].name());
+    assert_eq!(answer["median_us"], 8.0);
+}
+
 /// Every problem of `path` (one GPU, `gpu`): the runtime launches the reported kernel exactly
 /// when the reported entry is one this build generates, and never launches any other entry.
 fn assert_report_and_lookup_agree(path: &Path, gpu: &str) -> usize {

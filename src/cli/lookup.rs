@@ -17,9 +17,10 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct LookupArgs {
-    /// Tuning database to read.
-    #[arg(long, value_name = "PATH")]
-    db: PathBuf,
+    /// Tuning database to read; repeat to read several as one (e.g. a GPU's prefill and
+    /// decode databases: a problem stored in both keeps the better entry).
+    #[arg(long, value_name = "PATH", required = true)]
+    db: Vec<PathBuf>,
     /// GPU whose entries to use (h100, h200, …).
     #[arg(long, value_name = "NAME")]
     gpu: String,
@@ -104,10 +105,10 @@ pub fn run(args: &LookupArgs) -> anyhow::Result<()> {
     let nm = pattern_arg("--nm", &args.nm)?;
     let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?.with_layout(args.a_layout)?;
     // A typo in --db should not quietly turn into "defaults for everything".
-    if !args.db.exists() {
-        bail!("{} does not exist", args.db.display());
+    if let Some(missing) = args.db.iter().find(|path| !path.exists()) {
+        bail!("{} does not exist", missing.display());
     }
-    let lookup = Lookup::open(&args.db, &args.gpu)?;
+    let lookup = Lookup::open_all(&args.db, &args.gpu)?;
     let choice = lookup.lookup(&problem)?;
     let answer = Answer::new(&lookup.gpu().name, &problem, &choice);
     match args.format {

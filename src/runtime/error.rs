@@ -6,7 +6,6 @@ use crate::format::FormatError;
 use crate::gpu::GpuError;
 use crate::kernels::OperandError;
 use crate::problem::{ALayout, ProblemError};
-use std::path::PathBuf;
 use thiserror::Error;
 
 /// Why a lookup, a weight preparation or a launch failed.
@@ -22,11 +21,12 @@ pub enum RuntimeError {
     Gpu(#[from] GpuError),
     #[error(transparent)]
     Codegen(#[from] CodegenError),
-    #[error(
-        "unknown GPU '{name}': no built-in profile has that name and {} stores none",
-        path.display()
-    )]
-    UnknownGpu { name: String, path: PathBuf },
+    #[error("unknown GPU '{name}': no built-in profile has that name and {databases} stores none")]
+    UnknownGpu {
+        name: String,
+        /// The databases read, as the message names them.
+        databases: String,
+    },
     #[error("no kernel of the template family can run {problem}: {reason}")]
     Unsupported { problem: String, reason: String },
     #[error("{what} holds {got} floats, fewer than the {need} that {shape} needs")]

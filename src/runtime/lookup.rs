@@ -1,6 +1,7 @@
 //! Which kernel to launch for a problem: the tuning database, loaded once into memory.
 //!
-//! [`Lookup::open`] reads every measurement of one GPU from the database, keeps the best
+//! [`Lookup::open`] reads every measurement of one GPU from the database (or several,
+//! [`Lookup::open_all`], such as a GPU's prefill and decode databases), keeps the best
 //! usable entry per problem, and files them under their weight key (n, k, N, M, L, layout),
 //! sorted by m. [`Lookup::lookup`] then answers from that table alone — one hash probe and a
 //! binary search — so the hot path never touches SQLite. The rules, in order:
@@ -165,27 +166,43 @@ impl Lookup {
     /// warning; a file that is not a readable nmtune database is an error. The GPU's profile
     /// (needed to validate defaults) is the one stored in the database, else the built-in one.
     pub fn open(path: &Path, gpu: &str) -> Result<Self, RuntimeError> {
+        Self::open_all(&[path], gpu)
+    }
+
+    /// [`Lookup::open`] over several databases read as one, e.g. a GPU's prefill and decode
+    /// databases: a problem stored in more than one keeps the entry the database's rule
+    /// prefers ([`crate::db::better`]), so the order of `paths` does not matter. Missing or
+    /// empty files are skipped with a warning; the GPU's profile is the first one stored.
+    pub fn open_all<P: AsRef<Path>>(paths: &[P], gpu: &str) -> Result<Self, RuntimeError> {
         let name = canonical_gpu_name(gpu);
-        let Some(db) = open_if_present(path)? else {
-            let profile = builtin_or_unknown(&name, path)?;
-            log::warn!(
-                "no tuning database at {} (missing or empty): every problem gets a built-in default kernel",
-                path.display()
-            );
-            return Ok(Self::defaults_only(profile));
-        };
-        let profile = match db.gpu_profile(&name)? {
+        let mut stored_profile = None;
+        let (mut best, mut measurements, mut opened) = (Vec::new(), Vec::new(), Vec::new());
+        for path in paths.iter().map(AsRef::as_ref) {
+            let Some(db) = open_if_present(path)? else {
+                log::warn!(
+                    "no tuning database at {} (missing or empty)",
+                    path.display()
+                );
+                continue;
+            };
+            if stored_profile.is_none() {
+                stored_profile = db.gpu_profile(&name)?;
+            }
+            best.extend(db.best_entries(Some(&name))?);
+            measurements.extend(db.measurements(Some(&name))?);
+            opened.push(path.display().to_string());
+        }
+        let profile = match stored_profile {
             Some(stored) => stored,
-            None => builtin_or_unknown(&name, path)?,
+            None => builtin_or_unknown(&name, paths)?,
         };
-        let any_m = best_for_every_m(db.measurements(Some(&name))?);
-        let lookup = Self::load(
-            profile,
-            db.best_entries(Some(&name))?,
-            any_m,
-            &path.display(),
-        );
-        Ok(lookup)
+        if opened.is_empty() {
+            log::warn!("every problem gets a built-in default kernel");
+            return Ok(Self::defaults_only(profile));
+        }
+        let best = best_per_problem(best).into_values();
+        let any_m = best_for_every_m(measurements);
+        Ok(Self::load(profile, best, any_m, &opened.join(", ")))
     }
 
     /// A table built from measurements already in memory (tests, benches, other stores), with
@@ -457,10 +474,17 @@ fn canonical_gpu_name(gpu: &str) -> String {
         .unwrap_or_else(|| gpu.trim().to_ascii_lowercase())
 }
 
-fn builtin_or_unknown(name: &str, path: &Path) -> Result<GpuProfile, RuntimeError> {
+fn builtin_or_unknown<P: AsRef<Path>>(name: &str, paths: &[P]) -> Result<GpuProfile, RuntimeError> {
     GpuProfile::builtin(name).ok_or_else(|| RuntimeError::UnknownGpu {
         name: name.to_string(),
-        path: path.to_path_buf(),
+        databases: match paths {
+            [] => "no database was given, so nothing".to_string(),
+            _ => paths
+                .iter()
+                .map(|p| p.as_ref().display().to_string())
+                .collect::<Vec<_>>()
+                .join(" or "),
+        },
     })
 }
 

@@ -18,7 +18,7 @@
 //! let (n, k, m) = (4096, 4096, 300);
 //! let dense_nk = vec![0.5f32; n * k]; // nn.Linear weight, out × in
 //! let weight = PreparedWeight::from_dense_nk(&dense_nk, n, k, NmPattern::new(8, 32)?, 32)?;
-//! let lookup = Lookup::open("tuning-db/h200.sqlite".as_ref(), "h200")?;
+//! let lookup = Lookup::open_all(&["tuning-db/h200.sqlite", "tuning-db/h200-decode.sqlite"], "h200")?;
 //! let ctx = cudarc::driver::CudaContext::new(0)?;
 //! let stream = ctx.default_stream();
 //! let runtime = Runtime::new(lookup, &ctx)?;
