@@ -669,3 +669,49 @@ fn bad_input_is_one_line_and_leaves_nothing_behind() {
         model.len()
     );
 }
+
+/// An error found only while the output is being written (D out of range, checked when the
+/// weight is rebuilt) discards the whole output.
+#[test]
+fn a_corrupt_pruned_checkpoint_is_refused_without_output() {
+    let (dir, input, _) = model_dir();
+    let d = dir.path();
+    let pruned = d.join("model.nm.safetensors");
+    prune(&input, &pruned).success();
+    let mut file = read_checkpoint(&pruned);
+    let d_name = indices_name("model.layers.0.self_attn.q_proj.weight");
+    file.tensors.get_mut(&d_name).unwrap().data[7] = 200;
+    safetensors::serialize_to_file(file.tensors.iter(), Some(file.metadata.clone()), &pruned)
+        .unwrap();
+    refused(
+        d,
+        &[
+            "prune",
+            "--decompress",
+            "--in",
+            "model.nm.safetensors",
+            "--out",
+            "back.safetensors",
+        ],
+        "is not below M=32",
+    );
+    // Metadata that does not describe the parts.
+    let key = weight_key("model.layers.0.self_attn.q_proj.weight");
+    file.metadata.insert(
+        key,
+        r#"{"nm":"8:32","l":16,"shape":[64,64],"padded_shape":[64,64]}"#.into(),
+    );
+    safetensors::serialize_to_file(file.tensors.iter(), Some(file.metadata), &pruned).unwrap();
+    refused(
+        d,
+        &[
+            "prune",
+            "--decompress",
+            "--in",
+            "model.nm.safetensors",
+            "--out",
+            "back.safetensors",
+        ],
+        "expected [16, 4]",
+    );
+}
