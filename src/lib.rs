@@ -6,11 +6,13 @@
 //! database ([`db`]) → lookup and launch ([`runtime`]).
 //!
 //! The N:M vector-wise sparse format lives in [`format`], the CPU reference in [`reference`];
-//! every other layer shares them. The tuner and the runtime both stand on the kernel library
+//! every other layer shares them. [`checkpoint`] prunes safetensors checkpoints into that
+//! format and lists their shapes for tuning. The tuner and the runtime both stand on the kernel library
 //! ([`kernels`]: Table I and the default configuration, a loaded kernel and its launch) and
 //! the performance model ([`model`]); neither uses the other. `tests/layers.rs` keeps every
 //! module's imports pointing down.
 
+pub mod checkpoint;
 pub mod codegen;
 pub mod db;
 pub mod format;

@@ -1,8 +1,8 @@
 //! The N:M format (pruning, compression, col_info) and the CPU reference, on random data.
 
 use nmtune::format::{
-    build_col_info, compress_pruned, decompress, prune_and_compress, prune_and_compress_nk,
-    try_decompress, ColInfo, CompressedWeight, FormatError,
+    build_col_info, compress_pruned, decompress, decompress_nk, padded_shape, prune_and_compress,
+    prune_and_compress_nk, try_decompress, ColInfo, CompressedWeight, FormatError,
 };
 use nmtune::problem::{NmPattern, ProblemError};
 use nmtune::reference::{dense_matmul, relative_error, spmm};
@@ -191,6 +191,44 @@ fn nk_layout_matches_transposing_first() {
         let from_nk = prune_and_compress_nk(&dense_nk, n, k, nm(2, 8), l).unwrap();
         assert_eq!(from_kn, from_nk);
     }
+}
+
+#[test]
+fn decompress_nk_gives_back_the_pruned_weight_in_pytorch_layout() {
+    let mut rng = SmallRng::seed_from_u64(6);
+    for &(n, k, l) in &[(96usize, 64usize, 32usize), (50, 37, 16), (5, 8, 4)] {
+        let dense_nk = random_matrix(&mut rng, n * k);
+        let (w, padding) = prune_and_compress_nk(&dense_nk, n, k, nm(2, 8), l).unwrap();
+        let restored = decompress_nk(&w, &padding).unwrap();
+        assert_eq!(restored.len(), n * k);
+        let padded_kn = decompress(&w);
+        for i in 0..n {
+            for r in 0..k {
+                let v = restored[i * k + r];
+                assert_eq!(v, padded_kn[r * w.n + i]);
+                // Every value is the original or a pruned zero.
+                assert!(v == dense_nk[i * k + r] || v == 0.0);
+            }
+        }
+        // Already N:M: pruning again changes nothing.
+        let (again, _) = prune_and_compress_nk(&restored, n, k, nm(2, 8), l).unwrap();
+        assert_eq!(again, w);
+        let wrong = nmtune::format::Padding {
+            k_padded: w.k + 8,
+            ..padding
+        };
+        assert!(decompress_nk(&w, &wrong).is_err());
+    }
+}
+
+#[test]
+fn padded_shape_is_the_padding_pruning_applies() {
+    for &(k, n, l) in &[(64usize, 96usize, 32usize), (37, 50, 16), (8, 5, 4)] {
+        let (_, padding) = prune_and_compress(&vec![1.0; k * n], k, n, nm(2, 8), l).unwrap();
+        assert_eq!(padded_shape(k, n, nm(2, 8), l).unwrap(), padding);
+    }
+    assert!(padded_shape(0, 8, nm(2, 8), 4).is_err());
+    assert!(padded_shape(8, 8, nm(2, 8), 129).is_err());
 }
 
 #[test]

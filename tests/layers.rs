@@ -11,7 +11,7 @@ use std::path::Path;
 const LAYERS: [&[&str]; 8] = [
     &["problem", "gpu_profile"],
     &["format", "shapes", "summary"],
-    &["reference", "codegen"],
+    &["reference", "codegen", "checkpoint"],
     &["model", "gpu"],
     &["kernels", "db"],
     &["plot", "replay"],

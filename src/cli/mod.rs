@@ -6,9 +6,11 @@ mod fields;
 mod kernel;
 mod lookup;
 mod model_eval;
+mod prune;
 mod replay;
 mod report;
 mod report_plot;
+mod shapes;
 pub mod supervise;
 mod tune;
 
@@ -66,6 +68,13 @@ enum Command {
     /// Evaluate the model-guided search against a database's measurements.
     #[command(allow_negative_numbers = true)]
     ModelEval(model_eval::ModelEvalArgs),
+    /// Prune a safetensors checkpoint's linear weights to N:M and write them as (B', D);
+    /// with --decompress, restore a pruned checkpoint to dense weights.
+    #[command(allow_negative_numbers = true)]
+    Prune(prune::PruneArgs),
+    /// Write the shapes file of a safetensors checkpoint's linear layers (for --shapes).
+    #[command(allow_negative_numbers = true)]
+    Shapes(shapes::ShapesArgs),
 }
 
 pub fn run() -> anyhow::Result<()> {
@@ -78,6 +87,8 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Export(args)) => export::run(&args),
         Some(Command::CheckReplay(args)) => replay::check(&args),
         Some(Command::ModelEval(args)) => model_eval::run(&args),
+        Some(Command::Prune(args)) => prune::run(&args),
+        Some(Command::Shapes(args)) => shapes::run(&args),
         None => tune::run(&cli.tune),
     }
 }
@@ -90,10 +101,27 @@ fn parse() -> anyhow::Result<Cli> {
             err.exit();
         }
         let text = err.to_string();
-        let first = text.lines().next().unwrap_or("invalid arguments");
-        let first = first.trim_start_matches("error: ").to_string();
-        anyhow::anyhow!("{first} (see {} --help)", command_named())
+        anyhow::anyhow!("{} (see {} --help)", first_message(&text), command_named())
     })
+}
+
+/// The first line of clap's message, with the indented lines that complete it when it ends in
+/// a colon ("the following required arguments were not provided:" and their names).
+fn first_message(text: &str) -> String {
+    let mut lines = text.lines();
+    let mut message = lines
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    if message.ends_with(':') {
+        let items: Vec<&str> = lines
+            .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        message = format!("{} {}", message, items.join(", "));
+    }
+    message.trim_end().to_string()
 }
 
 /// `nmtune <subcommand>` when the command line names one, else `nmtune`.

@@ -5,7 +5,8 @@
 //! (w×n, w = k·N/M, row-major) and their positions inside the window form D (w×q, q = n/L).
 //! For packing kernels, [`ColInfo`] lists per (k-tile, n-tile) the A columns the tile needs.
 //!
-//! Submodules: [`prune`] (magnitude pruning with padding), [`compress`] (validated
+//! Submodules: [`prune`] (magnitude pruning with padding, and back to PyTorch's layout:
+//! [`decompress_nk`]), [`compress`] (validated
 //! construction, accessors, decompression) and [`col_info`] (packing preprocessing).
 
 mod col_info;
@@ -14,7 +15,7 @@ mod prune;
 
 pub use col_info::build_col_info;
 pub use compress::{compress_pruned, decompress, try_decompress};
-pub use prune::{prune_and_compress, prune_and_compress_nk};
+pub use prune::{decompress_nk, padded_shape, prune_and_compress, prune_and_compress_nk};
 
 use crate::problem::{NmPattern, ProblemError};
 use thiserror::Error;

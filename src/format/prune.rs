@@ -1,8 +1,9 @@
 //! Magnitude pruning of a dense weight into the N:M vector-wise format, padding k up to a
-//! multiple of M and n up to a multiple of L with zeros.
+//! multiple of M and n up to a multiple of L with zeros; and the way back to PyTorch's layout.
 
 use super::compress::{
     check_len, check_not_empty, check_pattern, check_vector_length, checked_elements,
+    try_decompress,
 };
 use super::{CompressedWeight, FormatError, Padding};
 use crate::problem::NmPattern;
@@ -67,8 +68,48 @@ pub fn prune_and_compress_nk(
     prune_and_compress(&transpose(dense_nk, n, k), k, n, nm, l)
 }
 
-/// Shapes rounded up to multiples of M (k) and L (n), with overflow reported as an error.
-fn padded_shape(k: usize, n: usize, nm: NmPattern, l: usize) -> Result<Padding, FormatError> {
+/// The inverse of [`prune_and_compress_nk`]: the dense n×k weight in PyTorch's layout
+/// (`weight[out][in]`), zeros at pruned positions, with the padding `padding` reports removed.
+/// `padding` must describe `w` (its padded sizes are `w`'s k and n).
+pub fn decompress_nk(w: &CompressedWeight, padding: &Padding) -> Result<Vec<f32>, FormatError> {
+    if (padding.k_padded, padding.n_padded) != (w.k, w.n)
+        || padding.k_original > w.k
+        || padding.n_original > w.n
+    {
+        return Err(FormatError::Invalid {
+            what: "padding",
+            detail: format!(
+                "{}×{} padded to {}×{} does not describe a {}×{} weight",
+                padding.k_original,
+                padding.n_original,
+                padding.k_padded,
+                padding.n_padded,
+                w.k,
+                w.n
+            ),
+        });
+    }
+    let dense_kn = try_decompress(w)?;
+    let (k, n) = (padding.k_original, padding.n_original);
+    let mut dense_nk = vec![0.0f32; checked_elements(n, k)?];
+    dense_nk
+        .par_chunks_mut(k.max(1))
+        .enumerate()
+        .for_each(|(i, row)| {
+            for (r, v) in row.iter_mut().enumerate() {
+                *v = dense_kn[r * w.n + i];
+            }
+        });
+    Ok(dense_nk)
+}
+
+/// How a k×n weight is padded for pattern `nm` and vector length `l`: k rounded up to a
+/// multiple of M, n to a multiple of L. The one home of that rule: pruning applies it, and
+/// so do the checkpoint writer and `nmtune shapes --from`, which must name the padded shape.
+pub fn padded_shape(k: usize, n: usize, nm: NmPattern, l: usize) -> Result<Padding, FormatError> {
+    let nm = check_pattern(nm)?;
+    check_vector_length(l)?;
+    check_not_empty(k, n)?;
     let overflow = || FormatError::Invalid {
         what: "weight shape",
         detail: format!(
