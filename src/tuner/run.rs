@@ -63,6 +63,7 @@ impl RunContext {
             verified: false,
             max_rel_error: None,
             cublas_us: None,
+            copy_gbps: None,
             registers: None,
             spill_bytes: None,
             template_checksum: self.checksum.to_string(),
