@@ -104,6 +104,12 @@ impl BuiltinProfile {
     }
 }
 
+/// A transfer rate in GB/s, the unit of every bandwidth nmtune stores and reports
+/// ([`GpuProfile::dram_gbps`], the report's `achieved_gbps` and `copy_gbps`): 10⁹ bytes a second.
+pub fn gbps(bytes: f64, seconds: f64) -> f64 {
+    bytes / seconds / 1e9
+}
+
 const KIB: u32 = 1024;
 
 pub const BUILTIN_PROFILES: &[BuiltinProfile] = &[
@@ -195,5 +201,11 @@ mod tests {
         assert!((tflops - 66.9).abs() < 0.5, "{tflops}");
         assert_eq!(h200.arch(), "sm_90");
         assert!(GpuProfile::builtin("v100").is_none());
+    }
+
+    #[test]
+    fn gigabytes_are_decimal() {
+        assert_eq!(gbps(3.0e9, 1.0), 3.0);
+        assert_eq!(gbps(2.0e9, 0.5), 4.0);
     }
 }

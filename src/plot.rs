@@ -13,6 +13,7 @@
 
 use crate::codegen::KernelConfig;
 use crate::db::{Measurement, Source};
+use crate::format::MinBytes;
 use crate::gpu_profile::GpuProfile;
 use crate::model;
 use crate::problem::{NmPattern, Problem};
@@ -48,12 +49,10 @@ pub struct RooflinePoint {
     pub source: Source,
 }
 
-/// Bytes a kernel must move between DRAM and the SMs at the least: A, B' and D read once and C
-/// written once, in FP32 and 32-bit indices.
+/// Bytes a kernel must move between DRAM and the SMs at the least ([`MinBytes`]): A, B' and D
+/// read once and C written once.
 pub fn dram_bytes(problem: &Problem) -> f64 {
-    let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
-    let (w, q) = (problem.w() as f64, problem.q() as f64);
-    4.0 * (m * k + w * n + w * q + m * n)
+    MinBytes::of(problem).total() as f64
 }
 
 /// Bytes the kernel's tiles read from L2, plus C (and split-K's partial sums) written: every

@@ -125,7 +125,14 @@ fn model_backend_fills_and_reports_every_problem() {
 
 #[test]
 fn report_of_the_committed_h200_database() {
-    let rows = report_json(std::path::Path::new("tuning-db/h200.sqlite"));
+    let committed = std::path::Path::new("tuning-db/h200.sqlite");
+    let bytes = fs::read(committed).unwrap();
+    let rows = report_json(committed);
+    assert_eq!(
+        fs::read(committed).unwrap(),
+        bytes,
+        "the report changed the file"
+    );
     // shapes/llama.yaml: 400 problems for each A layout.
     assert_eq!(rows.len(), 800);
     for layout in ["row", "col"] {
@@ -136,7 +143,71 @@ fn report_of_the_committed_h200_database() {
         assert_eq!(r["verified"], true);
         assert!(r["cublas_us"].as_f64().unwrap() > 0.0);
         assert!(r["speedup"].as_f64().unwrap() > 0.0);
+        assert!(r["min_bytes"].as_u64().unwrap() > 0);
+        assert!(r["achieved_gbps"].as_f64().unwrap() > 0.0);
+        // Tuned before databases held the copy bandwidth: none, never a made-up one.
+        assert_eq!(r["copy_gbps"], serde_json::Value::Null);
     }
+}
+
+/// A database of two H200 entries of 4096×4096 at 8:32, L = 32: m = 1 in 8 µs from a run that
+/// timed a copy bandwidth of 3000 GB/s, and m = 256 in 100 µs from a run that timed none.
+fn copy_bandwidth_db(dir: &std::path::Path) -> std::path::PathBuf {
+    use nmtune::problem::{NmPattern, Problem};
+    let h200 = nmtune::gpu::GpuProfile::builtin("h200").unwrap();
+    let path = dir.join("copy.sqlite");
+    let db = nmtune::db::Database::open(&path).unwrap();
+    let rows: Vec<_> = [(1, 8.0, Some(3000.0)), (256, 100.0, None)]
+        .into_iter()
+        .map(|(m, median_us, copy_gbps)| {
+            let p = Problem::new(m, 4096, 4096, NmPattern::new(8, 32).unwrap(), 32).unwrap();
+            let config = nmtune::kernels::table_one::default_config(&p, &h200).unwrap();
+            let mut row = common::measured_row(&p, config, median_us);
+            row.copy_gbps = copy_gbps;
+            row
+        })
+        .collect();
+    db.record_all(&rows).unwrap();
+    path
+}
+
+#[test]
+fn report_shows_the_least_bytes_the_achieved_and_the_copy_bandwidth() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = copy_bandwidth_db(dir.path());
+    let rows = report_json(&db);
+    assert_eq!(rows.len(), 2);
+    // m = 1: B' 4096·1024·4 + D 128·1024·4 + A 4096·4 + C 4096·4 bytes, over 8 µs.
+    assert_eq!(rows[0]["min_bytes"], 17_334_272);
+    let achieved = rows[0]["achieved_gbps"].as_f64().unwrap();
+    assert!((achieved - 2166.784).abs() < 1e-9, "{achieved}");
+    assert_eq!(rows[0]["copy_gbps"], 3000.0);
+    // m = 256: A and C grow to 256 rows each; no copy was timed.
+    assert_eq!(rows[1]["min_bytes"], 16_777_216 + 524_288 + 2 * 4_194_304);
+    let achieved = rows[1]["achieved_gbps"].as_f64().unwrap();
+    assert!((achieved - 256.90112).abs() < 1e-9, "{achieved}");
+    assert_eq!(rows[1]["copy_gbps"], serde_json::Value::Null);
+
+    let csv = nmtune()
+        .args(["report", "--format", "csv", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].contains(",min_bytes,achieved_gbps,copy_gbps,"),
+        "{csv}"
+    );
+    assert!(lines[1].contains(",17334272,2166.8,3000.0,"), "{csv}");
+    assert!(lines[2].contains(",25690112,256.9,,"), "{csv}");
+
+    let table = nmtune().args(["report", "--db"]).arg(&db).output().unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].contains("min_MB   GB/s copy_GB/s"), "{table}");
+    assert!(lines[1].contains("  17.3   2167      3000 "), "{table}");
+    assert!(lines[2].contains("  25.7    257         - "), "{table}");
 }
 
 #[test]
@@ -350,7 +421,15 @@ fn report_fields_are_flat_csv_leaves_missing_values_empty_and_predictions_are_no
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     for line in lines {
         for (name, field) in header.iter().zip(line.split(',')) {
-            let numeric = ["median_us", "effective_tflops", "cublas_us", "speedup"];
+            let numeric = [
+                "median_us",
+                "effective_tflops",
+                "cublas_us",
+                "speedup",
+                "min_bytes",
+                "achieved_gbps",
+                "copy_gbps",
+            ];
             if numeric.contains(name) || name.ends_with("ideal") {
                 assert!(
                     field.is_empty() || field.parse::<f64>().is_ok(),

@@ -35,6 +35,11 @@ fn row(p: &Problem, config: KernelConfig, median_us: f64) -> Measurement {
 /// at m = 256 the model's first choice is the fastest (a hit); at m = 512 the sixth is, at
 /// half the time of the first (a miss, slowdown 2). Plus a failed row and a model row.
 fn synthetic_db(dir: &Path) -> PathBuf {
+    synthetic_db_copying_at(dir, None)
+}
+
+/// [`synthetic_db`] whose GPU rows (not the model's) carry the copy bandwidth `copy_gbps`.
+fn synthetic_db_copying_at(dir: &Path, copy_gbps: Option<f64>) -> PathBuf {
     let path = dir.join("synthetic.sqlite");
     let db = Database::open(&path).unwrap();
     db.upsert_gpu(&GpuProfile::builtin("h200").unwrap())
@@ -57,6 +62,9 @@ fn synthetic_db(dir: &Path) -> PathBuf {
     failed.error = Some("relative error inf above 1e-3".into());
     failed.max_rel_error = Some(f64::INFINITY);
     rows.push(failed);
+    for measured in &mut rows {
+        measured.copy_gbps = copy_gbps;
+    }
     let mut model = row(&hit, ranking(&hit)[7], 1.0);
     model.source = Source::Model;
     model.verified = false;
@@ -138,6 +146,51 @@ fn export_replay_round_trip_keeps_the_best_entries() {
         .assert()
         .success()
         .stdout(predicate::str::contains("2 best entries identical"));
+}
+
+#[test]
+fn export_and_replay_carry_the_copy_bandwidth_of_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    // A float whose shortest exact form takes 17 digits: kept bit for bit, or not at all.
+    let copy_gbps = 20_000.0 / 7.0;
+    let db = synthetic_db_copying_at(dir.path(), Some(copy_gbps));
+    let file = dir.path().join("synthetic.measurements.jsonl");
+    export(&db, &file);
+    let text = fs::read_to_string(&file).unwrap();
+    let field = format!("\"copy_gbps\":{copy_gbps}");
+    for line in text.lines() {
+        let is_model = line.contains("\"source\":\"model\"");
+        assert_eq!(line.contains(&field), !is_model, "{line}");
+        assert_eq!(
+            line.contains("copy_gbps"),
+            !is_model,
+            "no null field: {line}"
+        );
+    }
+    check_replay(&db, &file).assert().success();
+    let replayed = dir.path().join("replayed.sqlite");
+    replay_into(&file, &write_shapes(dir.path()), &replayed)
+        .assert()
+        .success();
+    let rows = report_json(&replayed);
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r["source"], "replay");
+        assert_eq!(
+            r["copy_gbps"].as_f64().unwrap().to_bits(),
+            copy_gbps.to_bits()
+        );
+    }
+    // The replayed database exports the same bandwidth again, bit for bit.
+    let again = dir.path().join("again.jsonl");
+    export(&replayed, &again);
+    let again = fs::read_to_string(&again).unwrap();
+    assert_eq!(
+        again.lines().count(),
+        13,
+        "every GPU row, the model row not replayed"
+    );
+    assert!(again.lines().all(|line| line.contains(&field)), "{again}");
 }
 
 #[test]

@@ -59,6 +59,7 @@ fn random_measurement(rng: &mut SmallRng, gpu: &str, problem: Problem) -> Measur
         verified: true,
         max_rel_error: Some(rng.gen_range(1e-7..1e-5)),
         cublas_us: Some(median_us * rng.gen_range(0.5..3.0)),
+        copy_gbps: rng.gen_bool(0.5).then(|| rng.gen_range(500.0..4000.0)),
         registers: Some(rng.gen_range(32..255)),
         spill_bytes: Some(rng.gen_range(0..64)),
         template_checksum: CHECKSUM.to_string(),
@@ -602,6 +603,66 @@ fn a_newer_schema_is_refused() {
     }
 }
 
+/// A copy of a committed database in `dir`: every committed one was written at schema 1.
+fn committed_schema_1_copy(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let path = dir.path().join("h100-sweep.sqlite");
+    std::fs::copy("tuning-db/h100-sweep.sqlite", &path).unwrap();
+    path
+}
+
+#[test]
+fn a_schema_1_database_is_read_as_it_is_without_a_copy_bandwidth() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = committed_schema_1_copy(&dir);
+    let bytes = std::fs::read(&path).unwrap();
+    let reader = Database::open_read_only(&path).unwrap();
+    assert_eq!(reader.schema_version(), 1);
+    let rows = reader.measurements(None).unwrap();
+    let best = reader.best_entries(None).unwrap();
+    assert!(
+        rows.len() > 1000 && best.len() == 20,
+        "{} {}",
+        rows.len(),
+        best.len()
+    );
+    assert!(rows.iter().all(|m| m.copy_gbps.is_none()));
+    let first = &best[0];
+    let found = reader.best_for(&first.gpu, &first.problem).unwrap();
+    assert_eq!(found.as_ref(), Some(first));
+    drop(reader);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "reading changed the file"
+    );
+    let beside: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(beside.len(), 1, "no -wal or -shm left beside it");
+}
+
+#[test]
+fn opening_a_schema_1_database_for_writing_upgrades_it_and_keeps_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = committed_schema_1_copy(&dir);
+    let before = Database::open_read_only(&path)
+        .unwrap()
+        .measurements(None)
+        .unwrap();
+    let db = Database::open(&path).unwrap();
+    assert_eq!(db.schema_version(), SCHEMA_VERSION);
+    assert_eq!(db.measurements(None).unwrap(), before);
+    // A row recorded now keeps its bandwidth; the old rows keep none.
+    let mut refreshed = before[0].clone();
+    refreshed.copy_gbps = Some(3050.5);
+    db.record(&refreshed).unwrap();
+    drop(db);
+    let reader = Database::open_read_only(&path).unwrap();
+    assert_eq!(reader.schema_version(), SCHEMA_VERSION);
+    let after = reader.measurements(None).unwrap();
+    assert_eq!(after.len(), before.len());
+    let with_copy: Vec<&Measurement> = after.iter().filter(|m| m.copy_gbps.is_some()).collect();
+    assert_eq!(with_copy, [&refreshed]);
+}
+
 #[test]
 fn read_only_opens_create_nothing_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -731,6 +792,11 @@ fn impossible_values_are_refused_and_nothing_is_stored() {
     let mut above = good.clone();
     above.min_us = above.median_us.map(|t| t * 2.0);
     cases.push(above);
+    for copy_gbps in [0.0, -3000.0, f64::NAN, f64::INFINITY] {
+        let mut m = good.clone();
+        m.copy_gbps = Some(copy_gbps);
+        cases.push(m);
+    }
     for bad in cases {
         let err = db.record_all(&[good.clone(), bad]).unwrap_err();
         assert!(matches!(err, DbError::Impossible { .. }), "{err}");

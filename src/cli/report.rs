@@ -5,6 +5,8 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 use nmtune::codegen::template_checksum;
 use nmtune::db::{Database, Measurement};
+use nmtune::format::MinBytes;
+use nmtune::gpu_profile::gbps;
 use nmtune::problem::ALayout;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -53,6 +55,13 @@ pub struct ReportRow {
     pub speedup: Option<f64>,
     pub ideal_speedup: f64,
     pub fraction_of_ideal: Option<f64>,
+    /// Bytes any kernel must move between DRAM and the SMs: B', D, A read once, C written once.
+    pub min_bytes: u64,
+    /// `min_bytes` over the median time, GB/s.
+    pub achieved_gbps: Option<f64>,
+    /// The device's copy bandwidth as the run that timed this entry measured it, GB/s; `None`
+    /// for a prediction and for entries recorded before databases held it.
+    pub copy_gbps: Option<f64>,
     pub source: String,
     pub verified: bool,
     /// Tuned with this build's kernel templates; `false`: the runtime never launches it.
@@ -67,6 +76,7 @@ impl ReportRow {
             _ => None,
         };
         let ideal = p.nm.m as f64 / p.nm.n as f64;
+        let min_bytes = MinBytes::of(p).total();
         Self {
             gpu: best.gpu.clone(),
             m: p.m,
@@ -83,6 +93,9 @@ impl ReportRow {
             speedup,
             ideal_speedup: ideal,
             fraction_of_ideal: speedup.map(|s| s / ideal),
+            min_bytes,
+            achieved_gbps: best.median_us.map(|t| gbps(min_bytes as f64, t * 1e-6)),
+            copy_gbps: best.copy_gbps,
             source: best.source.as_str().to_string(),
             verified: best.verified,
             current_templates: best.template_checksum == template_checksum(),
@@ -171,10 +184,10 @@ fn opt(value: Option<f64>, decimals: usize) -> String {
 /// CSV: one header line, then one line per row; a missing number is an empty field.
 fn to_csv(rows: &[ReportRow]) -> String {
     let opt = csv_number;
-    let mut out = String::from("gpu,m,n,k,nm,l,a_layout,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,source,verified,current_templates\n");
+    let mut out = String::from("gpu,m,n,k,nm,l,a_layout,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,min_bytes,achieved_gbps,copy_gbps,source,verified,current_templates\n");
     for r in rows {
         out += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{}\n",
             r.gpu,
             r.m,
             r.n,
@@ -189,6 +202,9 @@ fn to_csv(rows: &[ReportRow]) -> String {
             opt(r.speedup, 3),
             r.ideal_speedup,
             opt(r.fraction_of_ideal, 3),
+            r.min_bytes,
+            opt(r.achieved_gbps, 1),
+            opt(r.copy_gbps, 1),
             r.source,
             r.verified,
             r.current_templates
@@ -198,10 +214,11 @@ fn to_csv(rows: &[ReportRow]) -> String {
 }
 
 /// The table. `verified` is `n/a` for a prediction (nothing ran to be verified); the source of
-/// an entry tuned with other kernel templates is marked `*`, explained below the table.
+/// an entry tuned with other kernel templates is marked `*`, explained below the table. The
+/// least bytes are shown in MB (10⁶ bytes), bandwidths in GB/s.
 fn to_table(rows: &[ReportRow]) -> String {
     let mut out = format!(
-        "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<9} {:>8}  {}\n",
+        "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:>8} {:>6} {:>9} {:<9} {:>8}  {}\n",
         "gpu",
         "m",
         "n",
@@ -214,6 +231,9 @@ fn to_table(rows: &[ReportRow]) -> String {
         "cublas_us",
         "speedup",
         "ideal%",
+        "min_MB",
+        "GB/s",
+        "copy_GB/s",
         "source",
         "verified",
         "kernel"
@@ -221,11 +241,12 @@ fn to_table(rows: &[ReportRow]) -> String {
     for r in rows {
         out +=
             &format!(
-            "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:<9} {:>8}  {}\n",
+            "{:<6} {:>5} {:>6} {:>6} {:>6} {:>3} {:<3} {:>10} {:>8} {:>10} {:>7} {:>6} {:>8} {:>6} {:>9} {:<9} {:>8}  {}\n",
             r.gpu, r.m, r.n, r.k, r.nm, r.l, r.a_layout.as_str(),
             opt(r.median_us, 1), opt(r.effective_tflops, 2), opt(r.cublas_us, 1),
             opt(r.speedup, 2), opt(r.fraction_of_ideal.map(|f| f * 100.0), 1),
-            source_cell(r), verified_cell(r), r.kernel
+            format!("{:.1}", r.min_bytes as f64 / 1e6), opt(r.achieved_gbps, 0),
+            opt(r.copy_gbps, 0), source_cell(r), verified_cell(r), r.kernel
         );
     }
     let stale = rows.iter().filter(|r| !r.current_templates).count();

@@ -130,6 +130,7 @@ mod tests {
             verified: source != Source::Model,
             max_rel_error: Some(1.3e-6),
             cublas_us: Some(median_us * 1.7),
+            copy_gbps: None,
             registers: Some(96),
             spill_bytes: Some(0),
             template_checksum: "aaaa".into(),

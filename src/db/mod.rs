@@ -16,7 +16,7 @@ mod types;
 
 pub use best::{best_per_problem, better, can_be_best, compare, trust};
 pub use error::DbError;
-pub use identity::{APPLICATION_ID, APPLICATION_NAME, SCHEMA_VERSION};
+pub use identity::{APPLICATION_ID, APPLICATION_NAME, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
 pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status, MAX_TIME_US};
 
 use crate::gpu_profile::GpuProfile;
@@ -51,6 +51,9 @@ pub struct Database {
     runtime: Option<tokio::runtime::Runtime>,
     path: PathBuf,
     read_only: bool,
+    /// The file's schema: [`SCHEMA_VERSION`] once a read-write handle has migrated it; a
+    /// read-only handle reads an older one as it is, down to [`OLDEST_READABLE_SCHEMA`].
+    schema_version: i64,
 }
 
 impl Database {
@@ -59,20 +62,22 @@ impl Database {
     pub fn open(path: &Path) -> Result<Self, DbError> {
         let runtime = new_runtime(path)?;
         let conn = block_on(&runtime, open_read_write(path))?;
-        Ok(Self::new(path, runtime, conn, false))
+        Ok(Self::new(path, runtime, (conn, SCHEMA_VERSION), false))
     }
 
-    /// Open an existing tuning database for reading only; nothing is created or changed.
+    /// Open an existing tuning database for reading only; nothing is created or changed. A
+    /// file of an older schema (down to [`OLDEST_READABLE_SCHEMA`]) is read as it is: what it
+    /// lacks reads as absent (`Measurement::copy_gbps` is `None`).
     pub fn open_read_only(path: &Path) -> Result<Self, DbError> {
         let runtime = new_runtime(path)?;
-        let conn = block_on(&runtime, open_read_only(path))?;
-        Ok(Self::new(path, runtime, conn, true))
+        let opened = block_on(&runtime, open_read_only(path))?;
+        Ok(Self::new(path, runtime, opened, true))
     }
 
     fn new(
         path: &Path,
         runtime: tokio::runtime::Runtime,
-        conn: SqliteConnection,
+        (conn, schema_version): (SqliteConnection, i64),
         read_only: bool,
     ) -> Self {
         Self {
@@ -80,6 +85,7 @@ impl Database {
             runtime: Some(runtime),
             path: path.to_path_buf(),
             read_only,
+            schema_version,
         }
     }
 
@@ -89,6 +95,11 @@ impl Database {
 
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// The schema version of the file as this handle reads it.
+    pub fn schema_version(&self) -> i64 {
+        self.schema_version
     }
 
     /// Store (or refresh) a GPU's profile.
@@ -209,14 +220,24 @@ impl Database {
     pub fn best_entries(&self, gpu: Option<&str>) -> Result<Vec<Measurement>, DbError> {
         let mut guard = self.lock();
         let conn = self.connection(&mut guard)?;
-        self.run(store::best_entries(conn, &self.path, gpu))
+        self.run(store::best_entries(
+            conn,
+            &self.path,
+            self.schema_version,
+            gpu,
+        ))
     }
 
     /// The best measurement of one problem on one GPU, if any was good enough.
     pub fn best_for(&self, gpu: &str, problem: &Problem) -> Result<Option<Measurement>, DbError> {
         let mut guard = self.lock();
         let conn = self.connection(&mut guard)?;
-        self.run(store::best_for(conn, &self.path, gpu, problem))
+        self.run(store::best_for(
+            conn,
+            &self.path,
+            self.schema_version,
+            (gpu, problem),
+        ))
     }
 
     /// Every measurement, or one GPU's, in the order of [`Database::best_entries`], then by
@@ -224,7 +245,12 @@ impl Database {
     pub fn measurements(&self, gpu: Option<&str>) -> Result<Vec<Measurement>, DbError> {
         let mut guard = self.lock();
         let conn = self.connection(&mut guard)?;
-        self.run(store::measurements(conn, &self.path, gpu))
+        self.run(store::measurements(
+            conn,
+            &self.path,
+            self.schema_version,
+            gpu,
+        ))
     }
 
     /// Names of the GPUs in the database, sorted.
@@ -447,7 +473,8 @@ async fn migrate(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError
         .map_err(|_| from_migrate(path, first))
 }
 
-async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
+/// A connection that only reads, and the schema version of the file it reads.
+async fn open_read_only(path: &Path) -> Result<(SqliteConnection, i64), DbError> {
     let not_nmtune = || DbError::NotNmtune {
         path: path.to_path_buf(),
     };
@@ -491,13 +518,15 @@ async fn open_read_only(path: &Path) -> Result<SqliteConnection, DbError> {
 async fn connect_readable(
     path: &Path,
     options: SqliteConnectOptions,
-) -> Result<SqliteConnection, DbError> {
+) -> Result<(SqliteConnection, i64), DbError> {
     let mut conn = connect(path, options).await?;
-    if let Err(err) = check_readable(&mut conn, path).await {
-        let _ = conn.close().await;
-        return Err(err);
+    match check_readable(&mut conn, path).await {
+        Ok(schema_version) => Ok((conn, schema_version)),
+        Err(err) => {
+            let _ = conn.close().await;
+            Err(err)
+        }
     }
-    Ok(conn)
 }
 
 /// SQLite's `PRAGMA integrity_check`, stopped at the first fault: a damaged file (a page
@@ -517,30 +546,34 @@ async fn check_integrity(conn: &mut SqliteConnection, path: &Path) -> Result<(),
     }
 }
 
-/// A read-only handle can neither create nor migrate: the schema must be exactly this build's,
-/// and the file intact.
-async fn check_readable(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
-    let (found, supported) = match identify(conn, path).await? {
+/// A read-only handle can neither create nor migrate: the schema must be one this build reads
+/// as it is (from [`OLDEST_READABLE_SCHEMA`] to this build's), and the file intact. Returns the
+/// file's schema version, which the queries follow.
+async fn check_readable(conn: &mut SqliteConnection, path: &Path) -> Result<i64, DbError> {
+    let found = match identify(conn, path).await? {
         Contents::Blank => {
             return Err(DbError::NotNmtune {
                 path: path.to_path_buf(),
             })
         }
-        Contents::Nmtune { schema_version } => (schema_version, SCHEMA_VERSION),
+        Contents::Nmtune { schema_version } => schema_version,
     };
-    match found.cmp(&supported) {
-        std::cmp::Ordering::Greater => Err(DbError::NewerSchema {
+    if found > SCHEMA_VERSION {
+        return Err(DbError::NewerSchema {
             path: path.to_path_buf(),
             found,
-            supported,
-        }),
-        std::cmp::Ordering::Less => Err(DbError::OlderSchema {
-            path: path.to_path_buf(),
-            found,
-            supported,
-        }),
-        std::cmp::Ordering::Equal => check_integrity(conn, path).await,
+            supported: SCHEMA_VERSION,
+        });
     }
+    if found < OLDEST_READABLE_SCHEMA {
+        return Err(DbError::OlderSchema {
+            path: path.to_path_buf(),
+            found,
+            supported: OLDEST_READABLE_SCHEMA,
+        });
+    }
+    check_integrity(conn, path).await?;
+    Ok(found)
 }
 
 #[cfg(test)]

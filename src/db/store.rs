@@ -3,6 +3,7 @@
 
 use super::best::{better, can_be_best, pick_best};
 use super::error::{corrupt, from_sqlx, DbError};
+use super::identity::SCHEMA_VERSION;
 use super::types::{Measurement, Source, Status};
 use crate::codegen::KernelConfig;
 use crate::gpu_profile::GpuProfile;
@@ -13,15 +14,28 @@ use std::path::Path;
 
 type Query<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>>;
 
-/// Columns of a measurement row joined with its GPU and problem, in the order `decode` reads.
-const MEASUREMENT_SELECT: &str =
-    "SELECT ms.id, g.name AS gpu, p.m, p.n, p.k, p.nm_n, p.nm_m, p.l, \
-     p.a_layout, ms.config_json, ms.status, ms.error, ms.median_us, ms.min_us, ms.runs, \
-     ms.verified, ms.max_rel_error, ms.cublas_us, ms.registers, ms.spill_bytes, \
-     ms.template_checksum, ms.source, ms.tool_version, ms.created_at \
-     FROM measurements ms \
-     JOIN gpus g ON g.id = ms.gpu_id \
-     JOIN problems p ON p.id = ms.problem_id";
+/// The first schema whose measurements hold `copy_gbps` (migrations/0002_copy_bandwidth.sql).
+const COPY_GBPS_SINCE_SCHEMA: i64 = 2;
+
+/// Columns of a measurement row joined with its GPU and problem, in the order `decode` reads,
+/// from a file of `schema_version`: an older file, read as it is by a read-only handle, has
+/// no copy bandwidth, which reads as NULL.
+fn measurement_select(schema_version: i64) -> String {
+    let copy_gbps = if schema_version >= COPY_GBPS_SINCE_SCHEMA {
+        "ms.copy_gbps"
+    } else {
+        "NULL AS copy_gbps"
+    };
+    format!(
+        "SELECT ms.id, g.name AS gpu, p.m, p.n, p.k, p.nm_n, p.nm_m, p.l, \
+         p.a_layout, ms.config_json, ms.status, ms.error, ms.median_us, ms.min_us, ms.runs, \
+         ms.verified, ms.max_rel_error, ms.cublas_us, {copy_gbps}, ms.registers, \
+         ms.spill_bytes, ms.template_checksum, ms.source, ms.tool_version, ms.created_at \
+         FROM measurements ms \
+         JOIN gpus g ON g.id = ms.gpu_id \
+         JOIN problems p ON p.id = ms.problem_id"
+    )
+}
 
 /// Report order: GPU, then the problem key.
 const PROBLEM_ORDER: &str = "g.name, p.m, p.n, p.k, p.nm_n, p.nm_m, p.l, p.a_layout";
@@ -195,14 +209,15 @@ async fn upsert_measurement(
     })?;
     let row = sqlx::query(
         "INSERT INTO measurements (gpu_id, problem_id, kernel_name, config_json, status, error, \
-         median_us, min_us, runs, verified, max_rel_error, cublas_us, registers, spill_bytes, \
-         template_checksum, source, tool_version, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         median_us, min_us, runs, verified, max_rel_error, cublas_us, copy_gbps, registers, \
+         spill_bytes, template_checksum, source, tool_version, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (gpu_id, problem_id, kernel_name, template_checksum, source) DO UPDATE SET \
          config_json = excluded.config_json, status = excluded.status, error = excluded.error, \
          median_us = excluded.median_us, min_us = excluded.min_us, runs = excluded.runs, \
          verified = excluded.verified, max_rel_error = excluded.max_rel_error, \
-         cublas_us = excluded.cublas_us, registers = excluded.registers, \
+         cublas_us = excluded.cublas_us, copy_gbps = excluded.copy_gbps, \
+         registers = excluded.registers, \
          spill_bytes = excluded.spill_bytes, tool_version = excluded.tool_version, \
          created_at = excluded.created_at \
          RETURNING id",
@@ -219,6 +234,7 @@ async fn upsert_measurement(
     .bind(m.verified)
     .bind(m.max_rel_error)
     .bind(m.cublas_us)
+    .bind(m.copy_gbps)
     .bind(m.registers.map(i64::from))
     .bind(m.spill_bytes.map(i64::from))
     .bind(&m.template_checksum)
@@ -285,9 +301,10 @@ async fn best_row(
     gpu_id: i64,
     problem_id: i64,
 ) -> Result<Option<(i64, Measurement)>, DbError> {
+    // The write path: a read-write handle has brought the file to this build's schema.
     let sql = format!(
-        "{MEASUREMENT_SELECT} JOIN best b ON b.measurement_id = ms.id \
-         WHERE b.gpu_id = ? AND b.problem_id = ?"
+        "{} JOIN best b ON b.measurement_id = ms.id WHERE b.gpu_id = ? AND b.problem_id = ?",
+        measurement_select(SCHEMA_VERSION)
     );
     let row = sqlx::query(&sql)
         .bind(gpu_id)
@@ -306,7 +323,8 @@ async fn rows_of_problem(
     problem_id: i64,
 ) -> Result<Vec<(i64, Measurement)>, DbError> {
     let sql = format!(
-        "{MEASUREMENT_SELECT} WHERE ms.gpu_id = ? AND ms.problem_id = ? ORDER BY ms.created_at, ms.id"
+        "{} WHERE ms.gpu_id = ? AND ms.problem_id = ? ORDER BY ms.created_at, ms.id",
+        measurement_select(SCHEMA_VERSION)
     );
     let rows = sqlx::query(&sql)
         .bind(gpu_id)
@@ -392,15 +410,17 @@ pub(crate) async fn measured_kernels(
         .collect()
 }
 
-/// Best entries, all GPUs or one, in report order.
+/// Best entries, all GPUs or one, in report order, from a file of `schema_version`.
 pub(crate) async fn best_entries(
     conn: &mut SqliteConnection,
     path: &Path,
+    schema_version: i64,
     gpu: Option<&str>,
 ) -> Result<Vec<Measurement>, DbError> {
     let sql = format!(
-        "{MEASUREMENT_SELECT} JOIN best b ON b.measurement_id = ms.id \
-         WHERE (? IS NULL OR g.name = ?) ORDER BY {PROBLEM_ORDER}"
+        "{} JOIN best b ON b.measurement_id = ms.id \
+         WHERE (? IS NULL OR g.name = ?) ORDER BY {PROBLEM_ORDER}",
+        measurement_select(schema_version)
     );
     fetch_measurements(conn, path, sqlx::query(&sql).bind(gpu).bind(gpu)).await
 }
@@ -409,28 +429,31 @@ pub(crate) async fn best_entries(
 pub(crate) async fn best_for(
     conn: &mut SqliteConnection,
     path: &Path,
-    gpu: &str,
-    problem: &Problem,
+    schema_version: i64,
+    (gpu, problem): (&str, &Problem),
 ) -> Result<Option<Measurement>, DbError> {
     let key = ProblemKey::new(problem, path)?;
     let sql = format!(
-        "{MEASUREMENT_SELECT} JOIN best b ON b.measurement_id = ms.id \
-         WHERE {PROBLEM_MATCH} AND g.name = ?"
+        "{} JOIN best b ON b.measurement_id = ms.id WHERE {PROBLEM_MATCH} AND g.name = ?",
+        measurement_select(schema_version)
     );
     let found =
         fetch_measurements(conn, path, bind_problem(sqlx::query(&sql), &key).bind(gpu)).await?;
     Ok(found.into_iter().next())
 }
 
-/// Every measurement, all GPUs or one, in report order, then by kernel.
+/// Every measurement, all GPUs or one, in report order, then by kernel, from a file of
+/// `schema_version`.
 pub(crate) async fn measurements(
     conn: &mut SqliteConnection,
     path: &Path,
+    schema_version: i64,
     gpu: Option<&str>,
 ) -> Result<Vec<Measurement>, DbError> {
     let sql = format!(
-        "{MEASUREMENT_SELECT} WHERE (? IS NULL OR g.name = ?) \
-         ORDER BY {PROBLEM_ORDER}, ms.kernel_name, ms.source, ms.template_checksum, ms.id"
+        "{} WHERE (? IS NULL OR g.name = ?) \
+         ORDER BY {PROBLEM_ORDER}, ms.kernel_name, ms.source, ms.template_checksum, ms.id",
+        measurement_select(schema_version)
     );
     fetch_measurements(conn, path, sqlx::query(&sql).bind(gpu).bind(gpu)).await
 }
@@ -462,7 +485,7 @@ async fn fetch_measurements(
         .collect()
 }
 
-/// One row of [`MEASUREMENT_SELECT`] back into its id and [`Measurement`].
+/// One row of [`measurement_select`] back into its id and [`Measurement`].
 fn decode(row: &SqliteRow, path: &Path) -> Result<(i64, Measurement), DbError> {
     let cell = Cells { row, path };
     let id: i64 = cell.get("id")?;
@@ -492,6 +515,7 @@ fn decode(row: &SqliteRow, path: &Path) -> Result<(i64, Measurement), DbError> {
         verified: cell.get("verified")?,
         max_rel_error: cell.get("max_rel_error")?,
         cublas_us: cell.get("cublas_us")?,
+        copy_gbps: cell.get("copy_gbps")?,
         registers: cell.optional_small("registers")?,
         spill_bytes: cell.optional_small("spill_bytes")?,
         template_checksum: cell.get("template_checksum")?,

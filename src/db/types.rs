@@ -142,6 +142,11 @@ pub struct Measurement {
     pub max_rel_error: Option<f64>,
     /// cuBLAS SGEMM on the same shape in the same process.
     pub cublas_us: Option<f64>,
+    /// The device's copy bandwidth, GB/s, timed by the run that measured this row (a large
+    /// device-to-device copy, `tuner::measure::copy_bandwidth_gbps`); `None` where no copy was
+    /// timed: predictions, and rows of databases older than schema 2.
+    #[serde(default)]
+    pub copy_gbps: Option<f64>,
     pub registers: Option<u32>,
     pub spill_bytes: Option<u32>,
     /// Hash of the kernel templates that generated the code.
@@ -163,7 +168,8 @@ impl Measurement {
     }
 
     /// Why this row's values cannot be true, if they cannot: a time that is not a positive
-    /// finite number of at most [`MAX_TIME_US`], a minimum above the median, a negative error.
+    /// finite number of at most [`MAX_TIME_US`], a copy bandwidth that is not a positive finite
+    /// number, a minimum above the median, a negative error.
     /// Such a row is refused by the database and by a measurements file.
     pub fn impossible(&self) -> Option<String> {
         let times = [
@@ -185,6 +191,11 @@ impl Measurement {
                 }
                 _ => {}
             }
+        }
+        if let Some(gbps) = self.copy_gbps.filter(|g| !(g.is_finite() && *g > 0.0)) {
+            return Some(format!(
+                "copy_gbps {gbps} is not a bandwidth (above 0 and finite)"
+            ));
         }
         if let (Some(min), Some(median)) = (self.min_us, self.median_us) {
             if min > median {

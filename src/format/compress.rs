@@ -2,7 +2,7 @@
 //! dense weight. Every check lives here so that pruning, decompression, the reference and
 //! col_info share one definition of "a valid weight".
 
-use super::{CompressedWeight, FormatError};
+use super::{CompressedWeight, DeviceIndex, FormatError};
 use crate::problem::{NmPattern, ProblemError};
 use rayon::prelude::*;
 
@@ -148,9 +148,9 @@ impl CompressedWeight {
         self.n / self.l.max(1)
     }
 
-    /// D widened to i32, the element type non-packing kernels read.
-    pub fn indices_i32(&self) -> Vec<i32> {
-        self.indices.iter().map(|&d| d as i32).collect()
+    /// D widened to [`DeviceIndex`] (i32), the element type non-packing kernels read.
+    pub fn indices_i32(&self) -> Vec<DeviceIndex> {
+        self.indices.iter().map(|&d| DeviceIndex::from(d)).collect()
     }
 
     /// Absolute row of B (the A column) that compressed row `u` holds for group `j`.

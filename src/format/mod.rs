@@ -6,16 +6,22 @@
 //! For packing kernels, [`ColInfo`] lists per (k-tile, n-tile) the A columns the tile needs.
 //!
 //! Submodules: [`prune`] (magnitude pruning with padding, and back to PyTorch's layout:
-//! [`decompress_nk`]), [`compress`] (validated
-//! construction, accessors, decompression) and [`col_info`] (packing preprocessing).
+//! [`decompress_nk`]), [`compress`] (validated construction, accessors, decompression),
+//! [`col_info`] (packing preprocessing) and [`min_bytes`] (the least traffic of one product).
 
 mod col_info;
 mod compress;
+mod min_bytes;
 mod prune;
 
 pub use col_info::build_col_info;
 pub use compress::{compress_pruned, decompress, try_decompress};
+pub use min_bytes::{MinBytes, DEVICE_INDEX_BYTES};
 pub use prune::{decompress_nk, padded_shape, prune_and_compress, prune_and_compress_nk};
+
+/// One element of D as the kernels read it: [`CompressedWeight::indices_i32`] widens the u8
+/// window positions to this type before they are uploaded.
+pub type DeviceIndex = i32;
 
 use crate::problem::{NmPattern, ProblemError};
 use thiserror::Error;

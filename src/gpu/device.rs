@@ -175,6 +175,13 @@ impl Gpu {
             .map_err(driver_err("copying device memory"))
     }
 
+    /// Copy `src` into `dst` (device to device, on the stream); `dst` must be at least as long.
+    pub fn copy(&self, src: &CudaSlice<f32>, dst: &mut CudaSlice<f32>) -> Result<(), GpuError> {
+        self.stream
+            .memcpy_dtod(src, dst)
+            .map_err(driver_err("copying device memory"))
+    }
+
     pub fn upload<T: cudarc::driver::DeviceRepr>(
         &self,
         host: &[T],

@@ -4,7 +4,8 @@
 //!
 //! Floats are written in their shortest exact form and read back bit for bit (serde_json's
 //! `float_roundtrip`); the infinities SQLite can hold are written as the strings `"inf"` and
-//! `"-inf"`.
+//! `"-inf"`. A row without a copy bandwidth has no `copy_gbps` field at all, so that files
+//! written before the field existed remain their databases' exact export.
 
 use super::ReplayError;
 use crate::codegen::KernelConfig;
@@ -37,6 +38,10 @@ struct Line {
     verified: bool,
     max_rel_error: Option<Float>,
     cublas_us: Option<Float>,
+    /// Only where the row has one: files exported before schema 2 have no such field, and a
+    /// database read from one must export them again byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    copy_gbps: Option<Float>,
     registers: Option<u32>,
     spill_bytes: Option<u32>,
     error: Option<String>,
@@ -125,6 +130,7 @@ impl Line {
             verified: m.verified,
             max_rel_error: float(m.max_rel_error),
             cublas_us: float(m.cublas_us),
+            copy_gbps: float(m.copy_gbps),
             registers: m.registers,
             spill_bytes: m.spill_bytes,
             error: m.error.clone(),
@@ -170,6 +176,7 @@ impl Line {
             verified: self.verified,
             max_rel_error: unfloat(self.max_rel_error),
             cublas_us: unfloat(self.cublas_us),
+            copy_gbps: unfloat(self.copy_gbps),
             registers: self.registers,
             spill_bytes: self.spill_bytes,
             template_checksum: self.template_checksum,
@@ -290,6 +297,7 @@ mod tests {
             verified: true,
             max_rel_error: Some(f64::INFINITY),
             cublas_us: Some(0.1 + 0.2),
+            copy_gbps: None,
             registers: Some(128),
             spill_bytes: None,
             template_checksum: "abc".into(),
@@ -316,6 +324,34 @@ mod tests {
         );
         assert_eq!(back[1].max_rel_error, Some(f64::INFINITY));
         assert_eq!(to_text(&back), text);
+    }
+
+    #[test]
+    fn copy_bandwidth_round_trips_and_is_left_out_when_absent() {
+        let without = to_text(&[row(Some(3.0), 64)]);
+        assert!(!without.contains("copy_gbps"), "{without}");
+        let mut measured = row(Some(3.0), 64);
+        measured.copy_gbps = Some(20_000.0 / 7.0);
+        let with = to_text(&[measured.clone()]);
+        assert!(
+            with.contains("\"cublas_us\":0.30000000000000004,\"copy_gbps\":2857.1428571428573,"),
+            "{with}"
+        );
+        let back = parse(&with, Path::new("x.jsonl")).unwrap();
+        assert_eq!(back, [measured]);
+        assert_eq!(to_text(&back), with);
+        // A file of an older export (no field) reads as no bandwidth, and exports the same.
+        let old = parse(&without, Path::new("x.jsonl")).unwrap();
+        assert_eq!(old[0].copy_gbps, None);
+        assert_eq!(to_text(&old), without);
+        for bad in ["0", "-5", "\"inf\""] {
+            let text = with.replace("2857.1428571428573", bad);
+            let err = parse(&text, Path::new("x.jsonl")).unwrap_err().to_string();
+            assert!(
+                err.contains("copy_gbps") && err.contains("not a bandwidth"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The GPU runner: candidates compiled once for the run, loaded once, then verified and timed
 //! beside cuBLAS SGEMM on one random instance per problem (one random weight per (n, k, N:M,
-//! L), shared by every m).
+//! L), shared by every m). The device's copy bandwidth is timed once per run, before the first
+//! problem, and stored beside every row.
 
 use super::build::{build_all, BuildResult};
-use super::measure::{Bench, TimingPlan};
+use super::measure::{copy_bandwidth_gbps, Bench, TimingPlan};
 use super::runner::{Runner, Session, Trial};
 use super::workload::DeviceWeight;
 use super::TuneError;
@@ -32,6 +33,8 @@ pub struct GpuRunner {
     built: HashMap<String, BuildResult>,
     loaded: HashMap<KernelConfig, LoadedKernel>,
     weight: Option<(WeightKey, DeviceWeight)>,
+    /// The device's copy bandwidth, GB/s, timed once per run, at the first problem.
+    copy_gbps: Option<f64>,
 }
 
 impl GpuRunner {
@@ -44,6 +47,7 @@ impl GpuRunner {
             built: HashMap::new(),
             loaded: HashMap::new(),
             weight: None,
+            copy_gbps: None,
         }
     }
 }
@@ -68,6 +72,13 @@ impl Runner for GpuRunner {
         problem: &Problem,
         configs: &[KernelConfig],
     ) -> Result<GpuSession<'a>, TuneError> {
+        let copy_gbps = match self.copy_gbps {
+            Some(gbps) => gbps,
+            // Before the first weight is allocated: the copy needs 2 GiB of its own.
+            None => *self
+                .copy_gbps
+                .insert(copy_bandwidth_gbps(&self.gpu, self.plan.time_limit)?),
+        };
         let key = weight_key(problem);
         if self.weight.as_ref().map(|(k, _)| *k) != Some(key) {
             // Drop the previous weight first: both may not fit beside each other.
@@ -90,6 +101,7 @@ impl Runner for GpuRunner {
             loaded: &mut self.loaded,
             bench,
             cublas_us,
+            copy_gbps,
         })
     }
 }
@@ -101,11 +113,16 @@ pub struct GpuSession<'a> {
     loaded: &'a mut HashMap<KernelConfig, LoadedKernel>,
     bench: Bench<'a>,
     cublas_us: f64,
+    copy_gbps: f64,
 }
 
 impl Session for GpuSession<'_> {
     fn baseline_us(&self) -> Option<f64> {
         Some(self.cublas_us)
+    }
+
+    fn copy_gbps(&self) -> Option<f64> {
+        Some(self.copy_gbps)
     }
 
     fn order(&self, configs: &[KernelConfig]) -> Vec<KernelConfig> {

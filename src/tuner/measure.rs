@@ -3,6 +3,7 @@
 
 use super::workload::{weight_copies, Activations, DeviceWeight};
 use crate::gpu::{Gpu, GpuError};
+use crate::gpu_profile::gbps;
 use crate::kernels::OperandError;
 use crate::kernels::{LaunchBuffers, LoadedKernel};
 use crate::problem::Problem;
@@ -37,6 +38,28 @@ impl Default for TimingPlan {
             time_limit: Duration::from_secs(10),
         }
     }
+}
+
+/// Bytes of the copy behind a run's copy bandwidth ([`copy_bandwidth_gbps`]): 1 GiB, a
+/// few dozen times the largest L2, so that the copy streams from and to DRAM.
+pub const COPY_BYTES: usize = 1 << 30;
+
+/// Timed copies behind the copy bandwidth's median, after one untimed copy.
+pub const COPY_RUNS: usize = 7;
+
+/// The device's copy bandwidth, GB/s: [`COPY_BYTES`] copied device to device with
+/// cuMemcpyDtoD, every byte counted twice (read and written), over the median of
+/// [`COPY_RUNS`] copies timed with CUDA events. It is the reference an entry's achieved
+/// bandwidth is read against, so a tuning run times it itself, once, in its own process:
+/// clocks, ECC and whatever else shares the GPU are then those its kernels met.
+pub fn copy_bandwidth_gbps(gpu: &Gpu, time_limit: Duration) -> Result<f64, GpuError> {
+    let floats = COPY_BYTES / std::mem::size_of::<f32>();
+    let mut source = gpu.alloc(floats)?;
+    gpu.fill_uniform(&mut source, 1)?;
+    let mut target = gpu.alloc(floats)?;
+    let times_ms = gpu.time_each(1, COPY_RUNS, time_limit, |_| gpu.copy(&source, &mut target))?;
+    let median_s = Timing::from_ms(&times_ms).median_us * 1e-6;
+    Ok(gbps(2.0 * COPY_BYTES as f64, median_s))
 }
 
 /// Median and minimum of a set of times, microseconds.

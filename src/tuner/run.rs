@@ -63,6 +63,7 @@ impl RunContext {
             verified: false,
             max_rel_error: None,
             cublas_us: None,
+            copy_gbps: None,
             registers: None,
             spill_bytes: None,
             template_checksum: self.checksum.to_string(),
@@ -375,6 +376,7 @@ fn run_problem<R: Runner, S: Recorder>(
     bar.begin();
     let mut session = runner.begin(problem, configs)?;
     let baseline_us = session.baseline_us();
+    let copy_gbps = session.copy_gbps();
     let mut best_us: Option<f64> = None;
     let todo: Vec<KernelConfig> = session
         .order(configs)
@@ -387,6 +389,7 @@ fn run_problem<R: Runner, S: Recorder>(
         let mut trial = session.run(config, abandon_above);
         let mut row = ctx.row(problem, config, Status::Ok);
         row.cublas_us = baseline_us;
+        row.copy_gbps = copy_gbps;
         trial.fill(&mut row);
         match row.status {
             // A prediction: nothing was timed, and it sets no bar.

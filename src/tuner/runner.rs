@@ -57,6 +57,13 @@ pub trait Session {
     /// The baseline's time for this problem (cuBLAS SGEMM on the GPU), µs.
     fn baseline_us(&self) -> Option<f64>;
 
+    /// The device's copy bandwidth as this run timed it, GB/s, stored beside every row of the
+    /// problem; `None` where nothing copies (the model, or a replay, whose recorded rows carry
+    /// their own).
+    fn copy_gbps(&self) -> Option<f64> {
+        None
+    }
+
     /// `configs` in the order to run them: the first timed sets the bar that abandons the
     /// slower ones.
     fn order(&self, configs: &[KernelConfig]) -> Vec<KernelConfig>;
