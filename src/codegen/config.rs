@@ -239,7 +239,10 @@ impl KernelConfig {
     pub fn threads(&self) -> u32 {
         match self.family() {
             Family::Tiled => (self.m_s / self.m_t.max(1)) * (self.n_s / self.n_t.max(1)),
-            Family::Decode => 32 * self.warp.rows * self.warp.cols,
+            // Saturating: validation asks before it has bounded the warp counts.
+            Family::Decode => 32u32
+                .saturating_mul(self.warp.rows)
+                .saturating_mul(self.warp.cols),
         }
     }
 
@@ -292,7 +295,10 @@ impl KernelConfig {
     pub fn smem_bytes(&self) -> u32 {
         match self.family() {
             Family::Tiled => 4 * self.stage_floats() * self.stages,
-            Family::Decode => 4 * self.threads() / 32 * self.m_s * self.n_s,
+            Family::Decode => (self.threads() / 32)
+                .saturating_mul(4)
+                .saturating_mul(self.m_s)
+                .saturating_mul(self.n_s),
         }
     }
 

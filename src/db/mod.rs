@@ -384,6 +384,9 @@ fn base_options(path: &Path) -> SqliteConnectOptions {
         .filename(path)
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
+        // A statement waiting on a lock or a loaded machine is not news to the user, and sqlx's
+        // warning would print SQL text on the command's stderr.
+        .log_slow_statements(log::LevelFilter::Off, Duration::from_secs(1))
 }
 
 /// Open a connection. SQLite answers "database is locked" at once, without its busy handler,
