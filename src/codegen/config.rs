@@ -221,8 +221,10 @@ impl KernelConfig {
 
     /// Compressed rows per main-loop step: k_s·N/M.
     pub fn w_s(&self) -> u32 {
-        // `max(1)`: the fields are public; a nonsense configuration must not divide by zero.
-        self.k_s / self.nm.m.max(1) * self.nm.n
+        // `max(1)` and saturation: the fields are public, and validation asks for derived
+        // sizes before it has bounded the fields; a nonsense configuration must neither divide
+        // by zero nor overflow (the sizes below saturate the same way).
+        (self.k_s / self.nm.m.max(1)).saturating_mul(self.nm.n)
     }
 
     /// Index columns per block: n_s/L, at least one.
@@ -238,8 +240,9 @@ impl KernelConfig {
     /// Threads per block: (m_s/m_t)·(n_s/n_t); decode: 32 per warp.
     pub fn threads(&self) -> u32 {
         match self.family() {
-            Family::Tiled => (self.m_s / self.m_t.max(1)) * (self.n_s / self.n_t.max(1)),
-            // Saturating: validation asks before it has bounded the warp counts.
+            Family::Tiled => {
+                (self.m_s / self.m_t.max(1)).saturating_mul(self.n_s / self.n_t.max(1))
+            }
             Family::Decode => 32u32
                 .saturating_mul(self.warp.rows)
                 .saturating_mul(self.warp.cols),
@@ -253,7 +256,7 @@ impl KernelConfig {
         if self.a_copy.keeps_rows() {
             self.m_s
         } else if self.packing {
-            self.k_s.min(self.w_s() * self.q_s())
+            self.k_s.min(self.w_s().saturating_mul(self.q_s()))
         } else {
             self.k_s
         }
@@ -268,15 +271,15 @@ impl KernelConfig {
         match self.a_copy {
             ACopy::Col16 | ACopy::Transposed => self.m_s,
             ACopy::DirectRow | ACopy::DirectCol => 0,
-            ACopy::Row4 | ACopy::Row16 => self.m_s + 4,
-            ACopy::RowK => self.k_s + 4,
+            ACopy::Row4 | ACopy::Row16 => self.m_s.saturating_add(4),
+            ACopy::RowK => self.k_s.saturating_add(4),
         }
     }
 
     /// Row length of the transposed index tile D_s[q_s][w_s] in ints, padded to a multiple of
     /// 4 so that a thread reads four rows' indices with one 16-byte load.
     pub fn d_row(&self) -> u32 {
-        self.w_s().next_multiple_of(4)
+        round_up_to_4(self.w_s())
     }
 
     /// Floats of one pipeline stage: A_s, B_s and D_s (none when dense), padded to 16 bytes.
@@ -284,9 +287,11 @@ impl KernelConfig {
         let d = if self.is_dense() {
             0
         } else {
-            self.q_s() * self.d_row()
+            self.q_s().saturating_mul(self.d_row())
         };
-        (self.a_rows() * self.a_stride() + self.w_s() * self.n_s + d).next_multiple_of(4)
+        let a = self.a_rows().saturating_mul(self.a_stride());
+        let b = self.w_s().saturating_mul(self.n_s);
+        round_up_to_4(a.saturating_add(b).saturating_add(d))
     }
 
     /// Dynamic shared memory per block, bytes: every stage of the ring (the design
@@ -294,7 +299,9 @@ impl KernelConfig {
     /// Decode: the warps' partial sums, warps·m_s·n_s floats, added in a fixed order.
     pub fn smem_bytes(&self) -> u32 {
         match self.family() {
-            Family::Tiled => 4 * self.stage_floats() * self.stages,
+            Family::Tiled => 4u32
+                .saturating_mul(self.stage_floats())
+                .saturating_mul(self.stages),
             Family::Decode => (self.threads() / 32)
                 .saturating_mul(4)
                 .saturating_mul(self.m_s)
@@ -443,6 +450,11 @@ impl fmt::Display for KernelConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
     }
+}
+
+/// `x` rounded up to a multiple of 4 (16 bytes of floats or ints), saturating.
+fn round_up_to_4(x: u32) -> u32 {
+    x.saturating_add(3) / 4 * 4
 }
 
 #[cfg(test)]
