@@ -205,6 +205,21 @@ impl Lookup {
         Ok(Self::load(profile, best, any_m, &opened.join(", ")))
     }
 
+    /// [`Lookup::open_all`] for callers that name their databases on purpose (`nmtune lookup
+    /// --db`, the Python package): every path must exist, so that a typo is an error rather
+    /// than a quiet table of defaults; an empty list is an error too.
+    pub fn open_existing<P: AsRef<Path>>(paths: &[P], gpu: &str) -> Result<Self, RuntimeError> {
+        if paths.is_empty() {
+            return Err(RuntimeError::NoDatabase);
+        }
+        if let Some(missing) = paths.iter().map(AsRef::as_ref).find(|p| !p.exists()) {
+            return Err(RuntimeError::MissingDatabase {
+                path: missing.to_path_buf(),
+            });
+        }
+        Self::open_all(paths, gpu)
+    }
+
     /// A table built from measurements already in memory (tests, benches, other stores), with
     /// the database's rule picking each problem's best. Measurements of other GPUs are skipped.
     pub fn from_measurements(
