@@ -9,7 +9,7 @@
 
 use super::RuntimeError;
 use crate::codegen::KernelConfig;
-use crate::format::{self, ColInfo, CompressedWeight, Padding};
+use crate::format::{self, ColInfo, CompressedWeight, FormatError, Padding};
 use crate::problem::{NmPattern, Problem, ProblemError};
 
 /// A compressed N:M weight ready to be uploaded, with its padding report.
@@ -67,6 +67,36 @@ impl PreparedWeight {
             n_original: weight.n,
             n_padded: weight.n,
         };
+        Ok(Self { weight, padding })
+    }
+
+    /// A weight compressed elsewhere from a smaller one padded as `padding` says (a pruned
+    /// checkpoint's weight, whose metadata records the original shape); `padding` must
+    /// describe `weight`: its padded sizes are the weight's k and n.
+    pub fn from_compressed_padded(
+        weight: CompressedWeight,
+        padding: Padding,
+    ) -> Result<Self, RuntimeError> {
+        weight.validate()?;
+        let fits = padding.k_padded == weight.k
+            && padding.n_padded == weight.n
+            && (1..=weight.k).contains(&padding.k_original)
+            && (1..=weight.n).contains(&padding.n_original);
+        if !fits {
+            return Err(FormatError::Invalid {
+                what: "padding",
+                detail: format!(
+                    "{}×{} padded to {}×{} does not describe a {}×{} weight",
+                    padding.k_original,
+                    padding.n_original,
+                    padding.k_padded,
+                    padding.n_padded,
+                    weight.k,
+                    weight.n
+                ),
+            }
+            .into());
+        }
         Ok(Self { weight, padding })
     }
 
