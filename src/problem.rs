@@ -313,6 +313,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn explicit_patterns_are_n_m_or_a_percentage_never_a_bare_number() {
+        assert_eq!(
+            NmPattern::parse_explicit(" 8:32 ").unwrap(),
+            NmPattern { n: 8, m: 32 }
+        );
+        assert_eq!(
+            NmPattern::parse_explicit("75%").unwrap(),
+            NmPattern { n: 8, m: 32 }
+        );
+        for bare in ["0", "0.75", "", "eight"] {
+            let err = NmPattern::parse_explicit(bare).unwrap_err();
+            assert_eq!(err, ProblemError::NotExplicit { text: bare.into() });
+            assert!(err.to_string().contains("is neither N:M nor a percentage"));
+        }
+        assert!(matches!(
+            NmPattern::parse_explicit("9:8"),
+            Err(ProblemError::NGreaterThanM { .. })
+        ));
+    }
+
+    #[test]
     fn parses_ratio_fraction_and_percent() {
         assert_eq!(
             NmPattern::parse("8:32", 32).unwrap(),

@@ -113,6 +113,9 @@ class SparseLinear(nn.Module):
                     f"bias has shape {tuple(bias.shape)}, the layer {self.out_features} outputs"
                 )
             bias = bias.detach().to(torch.float32)
+            if torch.cuda.is_available():
+                bias = bias.to(self._device)
+        # On a machine without CUDA the bias stays where it is; forward cannot run there.
         self.register_buffer("bias", bias)
 
     @classmethod
@@ -135,7 +138,7 @@ class SparseLinear(nn.Module):
         parse_pattern(nm)
         weight = prune_and_compress(linear.weight, nm, l)
         target = _device(device, linear.weight.device)
-        bias = None if linear.bias is None else linear.bias.detach().to(target)
+        bias = None if linear.bias is None else linear.bias.detach()
         return cls(weight, db=db, gpu=gpu, bias=bias, device=target)
 
     @classmethod
@@ -169,8 +172,6 @@ class SparseLinear(nn.Module):
             bias_tensor = _read_tensor(path, bias)
         elif bias not in (False, None):
             raise TypeError(f"bias must be True, False, None or a tensor name, got {bias!r}")
-        if bias_tensor is not None:
-            bias_tensor = bias_tensor.to(target)
         return cls(weight, db=db, gpu=gpu, bias=bias_tensor, device=target)
 
     @property
@@ -244,7 +245,7 @@ class SparseLinear(nn.Module):
             y = y[..., : self.out_features]
         if self.bias is not None:
             if self.bias.device != device:
-                raise ValueError(f"the bias is on {self.bias.device}, the layer runs on {device}")
+                self.bias = self.bias.to(device)
             y.add_(self.bias)
         return y
 

@@ -23,8 +23,9 @@ pub struct DeviceMatrix {
 }
 
 /// A [`SparseLinear`] that takes A, C and the stream from another library. The layer's own
-/// buffers (the weight, col_info, the split-K workspace) stay its own; the borrowed ones are
-/// wrapped for the length of one [`BorrowedLinear::forward`] and released untouched.
+/// buffers (the weight, col_info, the split-K workspace) stay its own, allocated on its
+/// context's default stream; the borrowed ones are wrapped for the length of one
+/// [`BorrowedLinear::forward`] and released untouched.
 pub struct BorrowedLinear {
     layer: SparseLinear,
 }
@@ -59,6 +60,11 @@ impl BorrowedLinear {
         check_aligned("matrix A", a.address)?;
         check_aligned("matrix C", c.address)?;
         let ctx = self.layer.runtime().context().clone();
+        // The layer's own buffers (workspace, col_info) are made on the context's default
+        // stream, which lives as long as the context, never on the borrowed one.
+        let choice = self.layer.choose(m)?;
+        self.layer
+            .prepare_on(&ctx.default_stream(), &choice.config, m)?;
         // SAFETY: the caller vouches for the stream; the wrapper never destroys it.
         let stream = unsafe { ctx.wrap_borrowed_stream(stream) };
         // SAFETY: the caller vouches for both allocations; `Borrowed` never frees them.

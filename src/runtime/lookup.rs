@@ -655,6 +655,23 @@ mod tests {
     }
 
     #[test]
+    fn named_databases_must_exist() {
+        let missing = Path::new("tuning-db/no-such-gpu.sqlite");
+        let err = Lookup::open_existing(&[missing], "h100").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tuning-db/no-such-gpu.sqlite does not exist"
+        );
+        let none: [&Path; 0] = [];
+        assert!(matches!(
+            Lookup::open_existing(&none, "h100"),
+            Err(RuntimeError::NoDatabase)
+        ));
+        // open_all, for callers that accept defaults, still takes a missing file.
+        assert!(Lookup::open_all(&[missing], "h100").is_ok());
+    }
+
+    #[test]
     fn rule_two_is_computed_once_per_problem() {
         let gpu = h100();
         let mut lookup = Lookup::defaults_only(gpu);

@@ -173,3 +173,32 @@ impl PreparedWeight {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_padding_must_describe_the_weight() {
+        let nm = NmPattern::new(8, 32).unwrap();
+        let dense: Vec<f32> = (0..40 * 50).map(|i| (i % 7) as f32 - 3.0).collect();
+        let (weight, padding) = format::prune_and_compress_nk(&dense, 40, 50, nm, 32).unwrap();
+        let prepared = PreparedWeight::from_compressed_padded(weight.clone(), padding).unwrap();
+        assert_eq!(prepared.padding(), padding);
+        assert_eq!((prepared.n(), prepared.k()), (64, 64));
+        let wrong = Padding {
+            k_padded: 96,
+            ..padding
+        };
+        let err = PreparedWeight::from_compressed_padded(weight.clone(), wrong).unwrap_err();
+        assert!(
+            err.to_string().contains("does not describe a 64×64 weight"),
+            "{err}"
+        );
+        let empty = Padding {
+            n_original: 0,
+            ..padding
+        };
+        assert!(PreparedWeight::from_compressed_padded(weight, empty).is_err());
+    }
+}
