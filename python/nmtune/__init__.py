@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -240,12 +240,12 @@ def read_pruned(path: PathLike, name: str) -> Compressed:
     )
 
 
-def pruned_names(path: PathLike) -> list:
+def pruned_names(path: PathLike) -> List[str]:
     """The names of the weights a checkpoint written by ``nmtune prune`` holds, sorted."""
     return list(_native.pruned_names(os.fspath(path)))
 
 
-def _paths(db: Union[PathLike, Sequence[PathLike]]) -> list:
+def _paths(db: Union[PathLike, Sequence[PathLike]]) -> List[str]:
     if isinstance(db, (str, os.PathLike)):
         return [os.fspath(db)]
     if isinstance(db, (list, tuple)):
@@ -281,7 +281,7 @@ class Lookup:
         nm: str,
         l: int = 32,
         a_layout: str = "row",
-    ) -> dict:
+    ) -> Dict[str, Any]:
         """The kernel the runtime launches for ``C (m×n) = A (m×k) ⊗ (B', D)``, and why: a
         dict with exactly the fields of ``nmtune lookup --format json`` (``gpu``, ``m``, ``n``,
         ``k``, ``nm``, ``l``, ``a_layout``, ``kernel``, ``config``, ``rule``, ``from_m``,

@@ -14,8 +14,9 @@ output in place (no copy of either), FP32 only, inference only (no autograd).
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -184,13 +185,11 @@ class SparseLinear(nn.Module):
         """The tuning table the layer's kernels come from."""
         return self._lookup
 
-    def kernel_for(self, m: int) -> dict:
+    def kernel_for(self, m: int) -> Dict[str, Any]:
         """The lookup answer (the fields of ``nmtune lookup --format json``) for ``m`` rows of
         x: which kernel ``forward`` launches, and why. No GPU needed."""
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise NmtuneError(f"m={m!r} is not a whole number of at least 1")
-        import json
-
         return json.loads(self._layer.choose(m))
 
     def _resolved_device(self) -> torch.device:

@@ -90,3 +90,10 @@ def test_torch_tensors_round_trip():
         dense = nmtune.decompress(*c)
         assert dense.dtype == dtype
         np.testing.assert_array_equal(dense.float().numpy(), reference_dense(w, 8, 32, 32))
+
+
+def test_the_module_docstring_example_holds():
+    import doctest
+
+    failures, tried = doctest.testmod(nmtune, verbose=False)
+    assert tried >= 4 and failures == 0
