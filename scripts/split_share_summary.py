@@ -26,7 +26,7 @@ def main():
         duration = re.search(r"gpu__time_duration\.sum\s+(\S+)\s+([\d.,]+)", line)
         if duration and current and name:
             unit, value = duration.group(1), float(duration.group(2).replace(",", ""))
-            scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}[unit]
+            scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}[unit]
             launches[current][name].append(value * scale)
     print(f"{'kernel':75} {'main_us':>8} {'reduce_us':>9} {'transp_us':>9} {'reduce %':>8}")
     for (kernel, where), parts in launches.items():
