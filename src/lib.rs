@@ -31,3 +31,47 @@ pub mod tuner;
 
 /// Version of this tool, recorded beside every measurement.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// An error and its causes as one line, the causes joined with ": ", as the CLI and the Python
+/// package print them. A cause whose message the line already holds is left out: many errors
+/// say their cause in their own message (`cannot read x: {source}`) and also report it as
+/// their `source()`, and joining the chain blindly would repeat it.
+pub fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(err) = cause {
+        let text = err.to_string();
+        if !text.is_empty() && !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = err.source();
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read model.safetensors: {source}")]
+    struct SaysItsCause {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_the_message_already_says_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let err = SaysItsCause { source: io };
+        assert_eq!(
+            one_line(&err),
+            "cannot read model.safetensors: No such file or directory"
+        );
+        let wrapped = anyhow::Error::new(err).context("pruning");
+        assert_eq!(
+            one_line(wrapped.as_ref()),
+            "pruning: cannot read model.safetensors: No such file or directory"
+        );
+    }
+}

@@ -25,17 +25,17 @@ fn main() -> std::process::ExitCode {
                 // The worker printed its own error line.
                 return std::process::ExitCode::from(*code as u8);
             }
-            // One line: the chain of causes joined, never a backtrace.
-            let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+            // One line: the chain of causes joined without repeats, never a backtrace.
+            let line = nmtune::one_line(err.as_ref());
             let restartable = err
                 .downcast_ref::<nmtune::tuner::TuneError>()
                 .is_some_and(|e| e.is_restartable());
             if restartable && cli::supervise::is_worker() {
                 // Not the end of the run: the supervisor resumes it.
-                eprintln!("nmtune: {}", chain.join(": "));
+                eprintln!("nmtune: {line}");
                 exit_now(cli::supervise::RESTART_EXIT_CODE);
             }
-            eprintln!("nmtune: error: {}", chain.join(": "));
+            eprintln!("nmtune: error: {line}");
             std::process::ExitCode::from(1)
         }
     }

@@ -19,6 +19,8 @@ pub enum ProblemError {
     MOutOfRange { n: u32, m: u32 },
     #[error("cannot parse sparsity '{text}': {why}")]
     BadSparsity { text: String, why: String },
+    #[error("'{text}' is neither N:M nor a percentage: write the pattern as N:M (8:32) or the share of weights pruned with a % sign (75%, with M = 32)")]
+    NotExplicit { text: String },
     #[error("shape m={m} n={n} k={k}: every dimension must be at least 1")]
     EmptyDimension { m: usize, n: usize, k: usize },
     #[error("k={k} is not a multiple of M={m_window}; pad the weight first (format::prune_and_compress pads)")]
@@ -94,6 +96,20 @@ impl NmPattern {
             ProblemError::BadSparsity { why, .. } => bad(&why),
             other => other,
         })
+    }
+
+    /// A pattern as a person writes it on a command line or in a call: `N:M` (`8:32`), or the
+    /// share of weights pruned as a percentage with M = 32 (`75%`). A bare number is refused:
+    /// `0` could be 0 % pruned (dense) or a typo, and 0.75 a fraction kept or pruned. The one
+    /// home of that rule: the CLI's `--nm` and the Python package read patterns with it.
+    pub fn parse_explicit(text: &str) -> Result<Self, ProblemError> {
+        let t = text.trim();
+        if !t.contains(':') && !t.ends_with('%') {
+            return Err(ProblemError::NotExplicit {
+                text: text.to_string(),
+            });
+        }
+        Self::parse(t, 32)
     }
 
     /// The pattern with window `m` whose sparsity is exactly `sparsity` (0 ≤ s < 1).
@@ -295,6 +311,27 @@ impl fmt::Display for Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explicit_patterns_are_n_m_or_a_percentage_never_a_bare_number() {
+        assert_eq!(
+            NmPattern::parse_explicit(" 8:32 ").unwrap(),
+            NmPattern { n: 8, m: 32 }
+        );
+        assert_eq!(
+            NmPattern::parse_explicit("75%").unwrap(),
+            NmPattern { n: 8, m: 32 }
+        );
+        for bare in ["0", "0.75", "", "eight"] {
+            let err = NmPattern::parse_explicit(bare).unwrap_err();
+            assert_eq!(err, ProblemError::NotExplicit { text: bare.into() });
+            assert!(err.to_string().contains("is neither N:M nor a percentage"));
+        }
+        assert!(matches!(
+            NmPattern::parse_explicit("9:8"),
+            Err(ProblemError::NGreaterThanM { .. })
+        ));
+    }
 
     #[test]
     fn parses_ratio_fraction_and_percent() {

@@ -37,6 +37,16 @@ pub enum CheckpointError {
     AlreadyPruned { path: PathBuf, key: &'static str },
     #[error("{} is not a pruned checkpoint: its metadata has no '{key}'", path.display())]
     NotPruned { path: PathBuf, key: &'static str },
+    #[error("{} has no tensor '{name}'", path.display())]
+    NoSuchTensor { path: PathBuf, name: String },
+    #[error("tensor '{name}' is {dtype}, not F32, F16 or BF16")]
+    NotFloatTensor { name: String, dtype: String },
+    #[error("{} holds no pruned weight '{name}' (it holds {known})", path.display())]
+    NoSuchWeight {
+        path: PathBuf,
+        name: String,
+        known: String,
+    },
     #[error("{}: weight '{name}': {detail}", path.display())]
     BadMetadata {
         path: PathBuf,

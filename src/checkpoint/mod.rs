@@ -26,7 +26,7 @@ pub use layout::{
     KEY_PREFIX,
 };
 pub use prune::{prune_file, Outcome, PruneOptions, PruneReport};
-pub use restore::restore_file;
+pub use restore::{pruned_names, read_pruned, restore_file, PrunedWeight};
 pub use select::Selection;
 pub use shapes::{linear_shapes, shapes_yaml, LinearShape, ShapesRequest};
 
@@ -38,4 +38,26 @@ pub fn write_text(path: &std::path::Path, text: &str) -> Result<(), CheckpointEr
             reason: e.to_string(),
         })
     })
+}
+
+/// A float tensor (F32, F16 or BF16) of the safetensors file at `path`, widened to f32
+/// (exactly): its shape and its values, row-major. Only that tensor is read from the
+/// memory-mapped file; for a bias beside a pruned weight, say.
+pub fn read_float_tensor(
+    path: &std::path::Path,
+    name: &str,
+) -> Result<(Vec<usize>, Vec<f32>), CheckpointError> {
+    let mapped = files::Mapped::open(path)?;
+    let tensors = mapped.tensors()?;
+    let view = tensors
+        .tensor(name)
+        .map_err(|_| CheckpointError::NoSuchTensor {
+            path: path.to_path_buf(),
+            name: name.to_string(),
+        })?;
+    let ty = float::FloatType::of(view.dtype()).ok_or_else(|| CheckpointError::NotFloatTensor {
+        name: name.to_string(),
+        dtype: view.dtype().to_string(),
+    })?;
+    Ok((view.shape().to_vec(), ty.widen(view.data())))
 }

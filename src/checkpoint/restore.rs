@@ -9,10 +9,11 @@
 use super::files::{check_not_input, sorted, write_atomically, Mapped};
 use super::float::FloatType;
 use super::layout::{
-    indices_name, values_name, weight_of_key, WeightInfo, FORMAT_KEY, FORMAT_VERSION, KEY_PREFIX,
+    indices_name, values_name, weight_key, weight_of_key, WeightInfo, FORMAT_KEY, FORMAT_VERSION,
+    KEY_PREFIX,
 };
 use super::CheckpointError;
-use crate::format::{self, CompressedWeight};
+use crate::format::{self, CompressedWeight, Padding};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors, View};
 use std::borrow::Cow;
@@ -84,49 +85,58 @@ fn pruned_weights<'data>(
 ) -> Result<Vec<Pruned<'data>>, CheckpointError> {
     let mut weights = Vec::new();
     for (key, value) in metadata {
-        let Some(name) = weight_of_key(key) else {
-            continue;
-        };
-        let bad = |detail: String| CheckpointError::BadMetadata {
-            path: path.to_path_buf(),
-            name: name.to_string(),
-            detail,
-        };
-        let info: WeightInfo = serde_json::from_str(value).map_err(|e| bad(e.to_string()))?;
-        let part = |part: String, dtype_ok: &dyn Fn(Dtype) -> bool, shape: [usize; 2]| {
-            let view = tensors
-                .tensor(&part)
-                .map_err(|_| bad(format!("tensor '{part}' is missing")))?;
-            if !dtype_ok(view.dtype()) || view.shape() != shape {
-                return Err(bad(format!(
-                    "tensor '{part}' is {} {:?}, expected {shape:?}",
-                    view.dtype(),
-                    view.shape()
-                )));
-            }
-            Ok(view)
-        };
-        if tensors.tensor(name).is_ok() {
-            return Err(bad(
-                "a tensor of that name is in the file beside its parts".into()
-            ));
+        if let Some(name) = weight_of_key(key) {
+            weights.push(pruned_weight(path, name, value, tensors)?);
         }
-        let (w, q) = parts_shape(&info).map_err(bad)?;
-        let n_p = info.padded_shape[0];
-        let values = part(values_name(name), &|d| FloatType::of(d).is_some(), [w, n_p])?;
-        let indices = part(indices_name(name), &|d| d == Dtype::U8, [w, q])?;
-        weights.push(Pruned {
-            path: path.to_path_buf(),
-            name: name.to_string(),
-            ty: FloatType::of(values.dtype()).unwrap_or(FloatType::F32),
-            shape: info.shape,
-            info,
-            values,
-            indices,
-        });
     }
     weights.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(weights)
+}
+
+/// Weight `name`, whose metadata entry is `value`, with its two parts checked against it.
+fn pruned_weight<'data>(
+    path: &Path,
+    name: &str,
+    value: &str,
+    tensors: &SafeTensors<'data>,
+) -> Result<Pruned<'data>, CheckpointError> {
+    let bad = |detail: String| CheckpointError::BadMetadata {
+        path: path.to_path_buf(),
+        name: name.to_string(),
+        detail,
+    };
+    let info: WeightInfo = serde_json::from_str(value).map_err(|e| bad(e.to_string()))?;
+    let part = |part: String, dtype_ok: &dyn Fn(Dtype) -> bool, shape: [usize; 2]| {
+        let view = tensors
+            .tensor(&part)
+            .map_err(|_| bad(format!("tensor '{part}' is missing")))?;
+        if !dtype_ok(view.dtype()) || view.shape() != shape {
+            return Err(bad(format!(
+                "tensor '{part}' is {} {:?}, expected {shape:?}",
+                view.dtype(),
+                view.shape()
+            )));
+        }
+        Ok(view)
+    };
+    if tensors.tensor(name).is_ok() {
+        return Err(bad(
+            "a tensor of that name is in the file beside its parts".into()
+        ));
+    }
+    let (w, q) = parts_shape(&info).map_err(bad)?;
+    let n_p = info.padded_shape[0];
+    let values = part(values_name(name), &|d| FloatType::of(d).is_some(), [w, n_p])?;
+    let indices = part(indices_name(name), &|d| d == Dtype::U8, [w, q])?;
+    Ok(Pruned {
+        path: path.to_path_buf(),
+        name: name.to_string(),
+        ty: FloatType::of(values.dtype()).unwrap_or(FloatType::F32),
+        shape: info.shape,
+        info,
+        values,
+        indices,
+    })
 }
 
 /// [w, q] of a weight's B' rows and D columns, from its metadata.
@@ -166,16 +176,11 @@ fn output_tensors<'data>(
 }
 
 impl Pruned<'_> {
-    /// The dense [n, k] weight in B''s type.
-    fn dense_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
-        let bad = |e: format::FormatError| CheckpointError::BadMetadata {
-            path: self.path.clone(),
-            name: self.name.clone(),
-            detail: e.to_string(),
-        };
-        let nm = self.info.pattern().map_err(|e| bad(e.into()))?;
+    /// The compressed weight, B' widened to f32 (exact) and checked with D.
+    fn compressed(&self) -> Result<CompressedWeight, CheckpointError> {
+        let nm = self.info.pattern().map_err(|e| self.bad(e.into()))?;
         let [n_p, k_p] = self.info.padded_shape;
-        let weight = CompressedWeight::from_parts(
+        CompressedWeight::from_parts(
             k_p,
             n_p,
             nm,
@@ -183,10 +188,97 @@ impl Pruned<'_> {
             self.ty.widen(self.values.data()),
             self.indices.data().to_vec(),
         )
-        .map_err(bad)?;
-        let dense = format::decompress_nk(&weight, &self.info.padding()).map_err(bad)?;
+        .map_err(|e| self.bad(e))
+    }
+
+    /// The dense [n, k] weight in B''s type.
+    fn dense_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
+        let weight = self.compressed()?;
+        let dense =
+            format::decompress_nk(&weight, &self.info.padding()).map_err(|e| self.bad(e))?;
         Ok(self.ty.narrow(&dense))
     }
+
+    fn bad(&self, e: format::FormatError) -> CheckpointError {
+        CheckpointError::BadMetadata {
+            path: self.path.clone(),
+            name: self.name.clone(),
+            detail: e.to_string(),
+        }
+    }
+}
+
+/// One weight of a pruned checkpoint, read back as `nmtune prune` wrote it: its metadata
+/// and its compressed form, ready for the runtime (`PreparedWeight::from_compressed_padded`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrunedWeight {
+    pub name: String,
+    pub info: WeightInfo,
+    /// B' widened to f32 (exactly: pruning never computes new values) and D.
+    pub weight: CompressedWeight,
+}
+
+impl PrunedWeight {
+    /// How the weight was padded: its original [n, k] and the compressed weight's.
+    pub fn padding(&self) -> Padding {
+        self.info.padding()
+    }
+}
+
+/// The names of the weights a pruned checkpoint holds, in name order.
+pub fn pruned_names(path: &Path) -> Result<Vec<String>, CheckpointError> {
+    let mapped = Mapped::open(path)?;
+    let metadata = mapped.metadata()?;
+    check_format(path, &metadata)?;
+    let mut names: Vec<String> = metadata
+        .keys()
+        .filter_map(|key| weight_of_key(key))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Weight `name` of the pruned checkpoint at `path` (an output of `nmtune prune`), checked as
+/// restoring checks it. Only this weight's parts are read from the memory-mapped file.
+pub fn read_pruned(path: &Path, name: &str) -> Result<PrunedWeight, CheckpointError> {
+    let mapped = Mapped::open(path)?;
+    let metadata = mapped.metadata()?;
+    check_format(path, &metadata)?;
+    let Some(value) = metadata.get(&weight_key(name)) else {
+        let mut known: Vec<&str> = metadata.keys().filter_map(|k| weight_of_key(k)).collect();
+        known.sort_unstable();
+        return Err(CheckpointError::NoSuchWeight {
+            path: path.to_path_buf(),
+            name: name.to_string(),
+            known: name_list(&known),
+        });
+    };
+    let tensors = mapped.tensors()?;
+    let pruned = pruned_weight(path, name, value, &tensors)?;
+    Ok(PrunedWeight {
+        name: name.to_string(),
+        weight: pruned.compressed()?,
+        info: pruned.info,
+    })
+}
+
+/// At most five names, then how many more.
+fn name_list(names: &[&str]) -> String {
+    const SHOWN: usize = 5;
+    if names.is_empty() {
+        return "none".to_string();
+    }
+    let mut text = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
 }
 
 /// One tensor of the output, as the crate's writer sees it.

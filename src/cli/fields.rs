@@ -3,10 +3,8 @@
 
 use anyhow::bail;
 use clap::ValueEnum;
-use nmtune::codegen::KernelConfig;
-use nmtune::problem::NmPattern;
+use nmtune::problem::{NmPattern, ProblemError};
 use nmtune::tuner::Strategy;
-use serde::Serialize;
 
 /// A search strategy on the command line: `tuner::Strategy`, described for its users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -46,62 +44,20 @@ pub fn whole_number(text: &str) -> Result<usize, String> {
     }
 }
 
-/// A kernel configuration as the JSON of `nmtune report` and `nmtune lookup` spell it (README
-/// "Report fields"): flat fields, each a number, a boolean or a short string.
-#[derive(Debug, Clone, Serialize)]
-pub struct ConfigFields {
-    /// How A's tiles reach shared memory: `col16` (column-major A), `row4`, `row16`, `rowk` or
-    /// `trans` (row-major A transposed into the workspace first).
-    pub a_copy: &'static str,
-    pub m_s: u32,
-    pub n_s: u32,
-    pub k_s: u32,
-    pub m_t: u32,
-    pub n_t: u32,
-    /// Warp layout, rows × columns of threads: `"8x4"`.
-    pub warp: String,
-    /// `"N:M"`.
-    pub nm: String,
-    pub l: u32,
-    pub packing: bool,
-    /// Depth of the cp.async ring.
-    pub stages: u32,
-    pub min_blocks: u32,
-    pub split_k: u32,
-}
-
-impl From<&KernelConfig> for ConfigFields {
-    fn from(c: &KernelConfig) -> Self {
-        Self {
-            a_copy: c.a_copy.token().trim_start_matches('a'),
-            m_s: c.m_s,
-            n_s: c.n_s,
-            k_s: c.k_s,
-            m_t: c.m_t,
-            n_t: c.n_t,
-            warp: format!("{}x{}", c.warp.rows, c.warp.cols),
-            nm: c.nm.to_string(),
-            l: c.l,
-            packing: c.packing,
-            stages: c.stages,
-            min_blocks: c.min_blocks,
-            split_k: c.split_k,
-        }
-    }
-}
+/// The flat JSON fields of a configuration live beside the configuration, shared with the
+/// runtime's lookup answer (and so with the Python package).
+pub use nmtune::codegen::ConfigFields;
 
 /// A sparsity pattern given on the command line: `N:M`, or an explicit percentage of pruned
 /// weights with M = 32 (`75%`). A bare number is refused: `0` could be 0 % pruned (dense) or
 /// a typo, and 0.75 a fraction kept or pruned.
+/// The rule is [`NmPattern::parse_explicit`]'s; this names the flag in its message.
 pub fn pattern_arg(flag: &str, text: &str) -> anyhow::Result<NmPattern> {
-    let t = text.trim();
-    if !t.contains(':') && !t.ends_with('%') {
-        bail!(
-            "{flag} '{text}' is neither N:M nor a percentage: write the pattern as N:M (8:32) \
-             or the share of weights pruned with a % sign (75%, with M = 32)"
-        );
+    match NmPattern::parse_explicit(text) {
+        Ok(nm) => Ok(nm),
+        Err(err @ ProblemError::NotExplicit { .. }) => bail!("{flag} {err}"),
+        Err(err) => Err(err.into()),
     }
-    Ok(NmPattern::parse(t, 32)?)
 }
 
 /// A number for CSV with `decimals` places; a missing value is an empty field.

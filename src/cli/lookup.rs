@@ -1,12 +1,10 @@
 //! `nmtune lookup`: which kernel the runtime would launch for one problem, and why. Reads the
 //! database only; needs no GPU.
 
-use super::fields::{pattern_arg, whole_number, ConfigFields};
-use anyhow::bail;
+use super::fields::{pattern_arg, whole_number};
 use clap::{Args, ValueEnum};
 use nmtune::problem::{ALayout, Problem};
-use nmtune::runtime::{Choice, Lookup, Rule};
-use serde::Serialize;
+use nmtune::runtime::{Answer, Choice, Lookup};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -48,71 +46,15 @@ pub struct LookupArgs {
     format: Format,
 }
 
-/// The JSON answer. Field names are part of the interface (README "nmtune lookup").
-#[derive(Debug, Serialize)]
-struct Answer {
-    gpu: String,
-    m: usize,
-    n: usize,
-    k: usize,
-    nm: String,
-    l: usize,
-    /// `row` or `col`.
-    a_layout: ALayout,
-    kernel: String,
-    config: ConfigFields,
-    /// `exact`, `nearest_m` or `default`.
-    rule: &'static str,
-    /// The m of the borrowed entry (`nearest_m` only).
-    from_m: Option<usize>,
-    /// `measured`, `replay`, `model`, or null for a default.
-    source: Option<String>,
-    median_us: Option<f64>,
-    cublas_us: Option<f64>,
-    speedup: Option<f64>,
-}
-
-impl Answer {
-    fn new(gpu: &str, p: &Problem, choice: &Choice) -> Self {
-        let speedup = match (choice.median_us, choice.cublas_us) {
-            (Some(t), Some(c)) if t > 0.0 => Some(c / t),
-            _ => None,
-        };
-        Self {
-            gpu: gpu.to_string(),
-            m: p.m,
-            n: p.n,
-            k: p.k,
-            nm: p.nm.to_string(),
-            l: p.l,
-            a_layout: p.a_layout,
-            kernel: choice.config.name(),
-            config: ConfigFields::from(&choice.config),
-            rule: choice.rule.as_str(),
-            from_m: match choice.rule {
-                Rule::NearestM { from_m } => Some(from_m),
-                _ => None,
-            },
-            source: choice.source.map(|s| s.to_string()),
-            median_us: choice.median_us,
-            cublas_us: choice.cublas_us,
-            speedup,
-        }
-    }
-}
-
 pub fn run(args: &LookupArgs) -> anyhow::Result<()> {
     let nm = pattern_arg("--nm", &args.nm)?;
     let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?.with_layout(args.a_layout)?;
     // A typo in --db should not quietly turn into "defaults for everything".
-    if let Some(missing) = args.db.iter().find(|path| !path.exists()) {
-        bail!("{} does not exist", missing.display());
-    }
-    let lookup = Lookup::open_all(&args.db, &args.gpu)?;
+    let lookup = Lookup::open_existing(&args.db, &args.gpu)?;
     let choice = lookup.lookup(&problem)?;
     let answer = Answer::new(&lookup.gpu().name, &problem, &choice);
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+        Format::Json => println!("{}", answer.to_json()),
         Format::Table => print!("{}", table(&answer, &choice)),
     }
     Ok(())

@@ -29,12 +29,14 @@
 //! `beta == 0` never reads C (it may hold NaN), as in BLAS.
 
 mod config;
+mod config_fields;
 pub mod enumerate;
 pub mod nvrtc;
 pub mod render;
 pub mod validate;
 
 pub use config::{ACopy, Family, KernelConfig, WarpLayout};
+pub use config_fields::ConfigFields;
 pub use enumerate::{compile_set, search_space};
 pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, CompiledKernel};
 pub use render::{compile_key, render, template_checksum, KernelSource};

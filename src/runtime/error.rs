@@ -21,6 +21,10 @@ pub enum RuntimeError {
     Gpu(#[from] GpuError),
     #[error(transparent)]
     Codegen(#[from] CodegenError),
+    #[error("{} does not exist", path.display())]
+    MissingDatabase { path: std::path::PathBuf },
+    #[error("no tuning database given: name at least one")]
+    NoDatabase,
     #[error("unknown GPU '{name}': no built-in profile has that name and {databases} stores none")]
     UnknownGpu {
         name: String,
@@ -41,6 +45,12 @@ pub enum RuntimeError {
         kernel: String,
         kernel_layout: ALayout,
         layout: ALayout,
+    },
+    #[error("{what}'s device address {address:#x} is not a multiple of {alignment} bytes (the kernels move A and C {alignment} bytes at a time): pass a tensor whose storage starts aligned")]
+    Misaligned {
+        what: &'static str,
+        address: u64,
+        alignment: u64,
     },
     #[error("{what} belongs to another CUDA context than the one the runtime was created for")]
     WrongContext { what: &'static str },

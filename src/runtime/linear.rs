@@ -247,6 +247,38 @@ impl SparseLinear {
         Ok(())
     }
 
+    /// Allocate and upload, on `stream`, what launching `config` for `m` rows needs (the
+    /// split-K workspace, a packing kernel's col_info), and wait for it when anything was
+    /// done; a no-op once they exist. A launch that follows on another stream then allocates
+    /// nothing: [`super::BorrowedLinear`] prepares on the context's own stream, because the
+    /// buffers it keeps must not belong to a stream another library may destroy.
+    pub(super) fn prepare_on(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        config: &KernelConfig,
+        m: usize,
+    ) -> Result<(), RuntimeError> {
+        self.runtime.check_context(stream.context(), "the stream")?;
+        let kernel = self.runtime.kernel(config)?;
+        let need = kernel.workspace_len(m, self.weight.n(), self.weight.k());
+        let mut changed = false;
+        if need > self.workspace.len() {
+            self.ensure_workspace(stream, need)?;
+            changed = true;
+        }
+        if config.packing && self.col_infos.get(config.k_s, config.n_s).is_none() {
+            self.col_infos
+                .prepare(stream, self.weight.weight(), (config.k_s, config.n_s))?;
+            changed = true;
+        }
+        if changed {
+            stream
+                .synchronize()
+                .map_err(driver_err("preparing the layer's buffers"))?;
+        }
+        Ok(())
+    }
+
     /// The kernel must be compiled for this layer's layout of A.
     fn check_layout(&self, config: &KernelConfig) -> Result<(), RuntimeError> {
         if config.a_layout() == self.layout {

@@ -205,6 +205,21 @@ impl Lookup {
         Ok(Self::load(profile, best, any_m, &opened.join(", ")))
     }
 
+    /// [`Lookup::open_all`] for callers that name their databases on purpose (`nmtune lookup
+    /// --db`, the Python package): every path must exist, so that a typo is an error rather
+    /// than a quiet table of defaults; an empty list is an error too.
+    pub fn open_existing<P: AsRef<Path>>(paths: &[P], gpu: &str) -> Result<Self, RuntimeError> {
+        if paths.is_empty() {
+            return Err(RuntimeError::NoDatabase);
+        }
+        if let Some(missing) = paths.iter().map(AsRef::as_ref).find(|p| !p.exists()) {
+            return Err(RuntimeError::MissingDatabase {
+                path: missing.to_path_buf(),
+            });
+        }
+        Self::open_all(paths, gpu)
+    }
+
     /// A table built from measurements already in memory (tests, benches, other stores), with
     /// the database's rule picking each problem's best. Measurements of other GPUs are skipped.
     pub fn from_measurements(
@@ -637,6 +652,23 @@ mod tests {
         let choice = answer(&[entry(4096, config(32, 8), 90.0)], &p).unwrap();
         assert!(choice.config.split_k <= 4, "{}", choice.config.name());
         assert!(validate_for_problem(&choice.config, &p).is_ok());
+    }
+
+    #[test]
+    fn named_databases_must_exist() {
+        let missing = Path::new("tuning-db/no-such-gpu.sqlite");
+        let err = Lookup::open_existing(&[missing], "h100").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tuning-db/no-such-gpu.sqlite does not exist"
+        );
+        let none: [&Path; 0] = [];
+        assert!(matches!(
+            Lookup::open_existing(&none, "h100"),
+            Err(RuntimeError::NoDatabase)
+        ));
+        // open_all, for callers that accept defaults, still takes a missing file.
+        assert!(Lookup::open_all(&[missing], "h100").is_ok());
     }
 
     #[test]

@@ -31,11 +31,15 @@
 //! # }
 //! ```
 
+mod answer;
+mod borrowed;
 mod error;
 mod linear;
 pub mod lookup;
 mod weight;
 
+pub use answer::Answer;
+pub use borrowed::{BorrowedLinear, DeviceMatrix};
 pub use error::RuntimeError;
 pub use linear::{Runtime, SparseLinear};
 pub use lookup::{Choice, Lookup, LookupStats, Rule};

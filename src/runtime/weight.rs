@@ -9,7 +9,7 @@
 
 use super::RuntimeError;
 use crate::codegen::KernelConfig;
-use crate::format::{self, ColInfo, CompressedWeight, Padding};
+use crate::format::{self, ColInfo, CompressedWeight, FormatError, Padding};
 use crate::problem::{NmPattern, Problem, ProblemError};
 
 /// A compressed N:M weight ready to be uploaded, with its padding report.
@@ -67,6 +67,36 @@ impl PreparedWeight {
             n_original: weight.n,
             n_padded: weight.n,
         };
+        Ok(Self { weight, padding })
+    }
+
+    /// A weight compressed elsewhere from a smaller one padded as `padding` says (a pruned
+    /// checkpoint's weight, whose metadata records the original shape); `padding` must
+    /// describe `weight`: its padded sizes are the weight's k and n.
+    pub fn from_compressed_padded(
+        weight: CompressedWeight,
+        padding: Padding,
+    ) -> Result<Self, RuntimeError> {
+        weight.validate()?;
+        let fits = padding.k_padded == weight.k
+            && padding.n_padded == weight.n
+            && (1..=weight.k).contains(&padding.k_original)
+            && (1..=weight.n).contains(&padding.n_original);
+        if !fits {
+            return Err(FormatError::Invalid {
+                what: "padding",
+                detail: format!(
+                    "{}×{} padded to {}×{} does not describe a {}×{} weight",
+                    padding.k_original,
+                    padding.n_original,
+                    padding.k_padded,
+                    padding.n_padded,
+                    weight.k,
+                    weight.n
+                ),
+            }
+            .into());
+        }
         Ok(Self { weight, padding })
     }
 
@@ -141,5 +171,34 @@ impl PreparedWeight {
             indices: std::mem::take(&mut info.packed_indices),
             col_info: Some(info),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_padding_must_describe_the_weight() {
+        let nm = NmPattern::new(8, 32).unwrap();
+        let dense: Vec<f32> = (0..40 * 50).map(|i| (i % 7) as f32 - 3.0).collect();
+        let (weight, padding) = format::prune_and_compress_nk(&dense, 40, 50, nm, 32).unwrap();
+        let prepared = PreparedWeight::from_compressed_padded(weight.clone(), padding).unwrap();
+        assert_eq!(prepared.padding(), padding);
+        assert_eq!((prepared.n(), prepared.k()), (64, 64));
+        let wrong = Padding {
+            k_padded: 96,
+            ..padding
+        };
+        let err = PreparedWeight::from_compressed_padded(weight.clone(), wrong).unwrap_err();
+        assert!(
+            err.to_string().contains("does not describe a 64×64 weight"),
+            "{err}"
+        );
+        let empty = Padding {
+            n_original: 0,
+            ..padding
+        };
+        assert!(PreparedWeight::from_compressed_padded(weight, empty).is_err());
     }
 }

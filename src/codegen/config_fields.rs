@@ -1,0 +1,49 @@
+//! A kernel configuration as flat JSON fields: the one spelling of a configuration in every
+//! JSON interface (report rows, lookup answers, the Python package's lookup).
+
+use super::KernelConfig;
+use serde::Serialize;
+
+/// A kernel configuration as the JSON of `nmtune report`, `nmtune lookup` and the
+/// runtime's lookup answer spell it (README "Report fields"): flat fields, each a number, a boolean or a short string.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigFields {
+    /// How A's tiles reach shared memory: `col16` (column-major A), `row4`, `row16`, `rowk` or
+    /// `trans` (row-major A transposed into the workspace first).
+    pub a_copy: &'static str,
+    pub m_s: u32,
+    pub n_s: u32,
+    pub k_s: u32,
+    pub m_t: u32,
+    pub n_t: u32,
+    /// Warp layout, rows × columns of threads: `"8x4"`.
+    pub warp: String,
+    /// `"N:M"`.
+    pub nm: String,
+    pub l: u32,
+    pub packing: bool,
+    /// Depth of the cp.async ring.
+    pub stages: u32,
+    pub min_blocks: u32,
+    pub split_k: u32,
+}
+
+impl From<&KernelConfig> for ConfigFields {
+    fn from(c: &KernelConfig) -> Self {
+        Self {
+            a_copy: c.a_copy.token().trim_start_matches('a'),
+            m_s: c.m_s,
+            n_s: c.n_s,
+            k_s: c.k_s,
+            m_t: c.m_t,
+            n_t: c.n_t,
+            warp: format!("{}x{}", c.warp.rows, c.warp.cols),
+            nm: c.nm.to_string(),
+            l: c.l,
+            packing: c.packing,
+            stages: c.stages,
+            min_blocks: c.min_blocks,
+            split_k: c.split_k,
+        }
+    }
+}
