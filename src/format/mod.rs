@@ -56,6 +56,24 @@ impl Padding {
     pub fn is_padded(&self) -> bool {
         self.k_original != self.k_padded || self.n_original != self.n_padded
     }
+
+    /// Whether this padding describes a k×n weight: its padded sizes are k and n, and the
+    /// original sizes lie in 1..=k and 1..=n.
+    pub fn check_describes(&self, k: usize, n: usize) -> Result<(), FormatError> {
+        let fits = (self.k_padded, self.n_padded) == (k, n)
+            && (1..=k).contains(&self.k_original)
+            && (1..=n).contains(&self.n_original);
+        if fits {
+            return Ok(());
+        }
+        Err(FormatError::Invalid {
+            what: "padding",
+            detail: format!(
+                "{}×{} padded to {}×{} does not describe a {k}×{n} weight",
+                self.k_original, self.n_original, self.k_padded, self.n_padded
+            ),
+        })
+    }
 }
 
 /// A compressed N:M vector-wise weight: B' and D.

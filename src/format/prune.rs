@@ -72,23 +72,7 @@ pub fn prune_and_compress_nk(
 /// (`weight[out][in]`), zeros at pruned positions, with the padding `padding` reports removed.
 /// `padding` must describe `w` (its padded sizes are `w`'s k and n).
 pub fn decompress_nk(w: &CompressedWeight, padding: &Padding) -> Result<Vec<f32>, FormatError> {
-    if (padding.k_padded, padding.n_padded) != (w.k, w.n)
-        || padding.k_original > w.k
-        || padding.n_original > w.n
-    {
-        return Err(FormatError::Invalid {
-            what: "padding",
-            detail: format!(
-                "{}×{} padded to {}×{} does not describe a {}×{} weight",
-                padding.k_original,
-                padding.n_original,
-                padding.k_padded,
-                padding.n_padded,
-                w.k,
-                w.n
-            ),
-        });
-    }
+    padding.check_describes(w.k, w.n)?;
     let dense_kn = try_decompress(w)?;
     let (k, n) = (padding.k_original, padding.n_original);
     let mut dense_nk = vec![0.0f32; checked_elements(n, k)?];

@@ -9,7 +9,7 @@
 
 use super::RuntimeError;
 use crate::codegen::KernelConfig;
-use crate::format::{self, ColInfo, CompressedWeight, FormatError, Padding};
+use crate::format::{self, ColInfo, CompressedWeight, Padding};
 use crate::problem::{NmPattern, Problem, ProblemError};
 
 /// A compressed N:M weight ready to be uploaded, with its padding report.
@@ -78,25 +78,7 @@ impl PreparedWeight {
         padding: Padding,
     ) -> Result<Self, RuntimeError> {
         weight.validate()?;
-        let fits = padding.k_padded == weight.k
-            && padding.n_padded == weight.n
-            && (1..=weight.k).contains(&padding.k_original)
-            && (1..=weight.n).contains(&padding.n_original);
-        if !fits {
-            return Err(FormatError::Invalid {
-                what: "padding",
-                detail: format!(
-                    "{}×{} padded to {}×{} does not describe a {}×{} weight",
-                    padding.k_original,
-                    padding.n_original,
-                    padding.k_padded,
-                    padding.n_padded,
-                    weight.k,
-                    weight.n
-                ),
-            }
-            .into());
-        }
+        padding.check_describes(weight.k, weight.n)?;
         Ok(Self { weight, padding })
     }
 
