@@ -462,18 +462,23 @@ fn create_parent_dir(path: &Path) -> Result<(), DbError> {
     }
 }
 
-/// Apply pending migrations. If another process initialised the same new file at the same
-/// moment, the first attempt fails on its tables; a second attempt then finds them applied.
+/// Apply pending migrations. Connections that initialise the same new file at the same moment
+/// race through the migrations: an attempt fails where another connection committed the same
+/// migration first ("table meta already exists"), and the next attempt starts after it. Every
+/// failure is another connection's progress, so one attempt per migration, plus one, ends the
+/// race; an error that persists that long is reported as first seen.
 /// (`run_direct` is `run` without the `Acquire` indirection, whose lifetimes defeat the
 /// compiler's proof that this future is `Send`.)
 async fn migrate(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
     let Err(first) = MIGRATOR.run_direct(conn).await else {
         return Ok(());
     };
-    MIGRATOR
-        .run_direct(conn)
-        .await
-        .map_err(|_| from_migrate(path, first))
+    for _ in 0..MIGRATOR.migrations.len() {
+        if MIGRATOR.run_direct(conn).await.is_ok() {
+            return Ok(());
+        }
+    }
+    Err(from_migrate(path, first))
 }
 
 /// A connection that only reads, and the schema version of the file it reads.
