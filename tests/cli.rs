@@ -145,8 +145,9 @@ fn report_of_the_committed_h200_database() {
         assert!(r["speedup"].as_f64().unwrap() > 0.0);
         assert!(r["min_bytes"].as_u64().unwrap() > 0);
         assert!(r["achieved_gbps"].as_f64().unwrap() > 0.0);
-        // Tuned before databases held the copy bandwidth: none, never a made-up one.
-        assert_eq!(r["copy_gbps"], serde_json::Value::Null);
+        // Every entry carries the copy bandwidth timed in its own run (H200: about 4.2 TB/s).
+        let copy = r["copy_gbps"].as_f64().unwrap();
+        assert!((1000.0..10_000.0).contains(&copy), "copy_gbps {copy}");
     }
 }
 

@@ -23,7 +23,8 @@ pub enum ACopy {
     /// in shared memory (non-packing only); a thread reads its m_t rows of one column as
     /// m_t single floats. The cheapest copy, dearer fragment reads.
     RowK,
-    /// Row-major A: a first kernel writes A column-major into the workspace (m·k floats,
+    /// Row-major A: a first kernel writes A column-major into the workspace (columns padded to
+    /// [`TRANSPOSED_ALIGN_FLOATS`],
     /// one pass over A at memory bandwidth), then the `Col16` main loop runs on that copy.
     /// Measured as one kernel: the pass is in every timing of it.
     Transposed,
@@ -179,6 +180,18 @@ pub struct KernelConfig {
     pub split_k: u32,
 }
 
+/// The `Transposed` path's column-major copy of A starts every column on a 128-byte line:
+/// its columns are m rounded up to this many floats apart. With columns m floats apart, a
+/// 64-row tile's 256-byte column segment spans three lines at most m (not a multiple of 32)
+/// and the copy's L2 traffic grows by half (measured: docs/perf-log.md, "The runtime at
+/// untuned m, all Llama-7B layer shapes").
+pub const TRANSPOSED_ALIGN_FLOATS: usize = 32;
+
+/// Floats between consecutive columns of the `Transposed` path's copy of an m-row A.
+pub fn transposed_lda(m: usize) -> usize {
+    m.div_ceil(TRANSPOSED_ALIGN_FLOATS) * TRANSPOSED_ALIGN_FLOATS
+}
+
 impl KernelConfig {
     /// A decode-family configuration for A in `layout`: m_s rows of C per block (m_t = m_s),
     /// block shape (n_s, n_t, k_s, warps), one stage, split-K 1. Not validated.
@@ -316,10 +329,11 @@ impl KernelConfig {
         self.transposed_floats(m, k) + self.partial_floats(m, n)
     }
 
-    /// Floats of the column-major copy of A at the workspace's start (`Transposed`: m·k).
+    /// Floats of the column-major copy of A at the workspace's start (`Transposed`:
+    /// [`transposed_lda`]`(m)`·k).
     pub fn transposed_floats(&self, m: usize, k: usize) -> usize {
         if self.a_copy.transposes_a() {
-            m * k
+            transposed_lda(m) * k
         } else {
             0
         }

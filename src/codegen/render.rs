@@ -132,6 +132,7 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("stage_floats", &cfg.stage_floats());
     ctx.insert("fragment_buffers", &validate::fragment_buffers(cfg));
+    ctx.insert("at_align", &super::config::TRANSPOSED_ALIGN_FLOATS);
     ctx
 }
 

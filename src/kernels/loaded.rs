@@ -6,8 +6,10 @@ use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr,
+    DevicePtrMut, DriverError, LaunchConfig, PushKernelArg,
 };
+use std::ffi::c_void;
 use cudarc::nvrtc::Ptx;
 use std::sync::Arc;
 
@@ -15,6 +17,10 @@ use std::sync::Arc;
 pub struct LoadedKernel {
     pub config: KernelConfig,
     main: CudaFunction,
+    /// The split-K reduction launches as a programmatic dependent of the main kernel (sm_90+:
+    /// its launch overlaps the main kernel's tail; +1 to +1.5 % at m = 256 on the H100,
+    /// docs/perf-log.md).
+    reduce_dependent: bool,
     reduce: Option<CudaFunction>,
     /// The `Transposed` path's first pass.
     transpose: Option<CudaFunction>,
@@ -81,10 +87,15 @@ impl LoadedKernel {
                 .map_err(driver_err(format!("loading {symbol}")))
         };
         let reduce = function(config.split_k > 1, "reduce")?;
+        let (major, _) = ctx
+            .compute_capability()
+            .map_err(driver_err("reading the compute capability"))?;
+        let reduce_dependent = major >= PROGRAMMATIC_LAUNCH_MAJOR;
         let transpose = function(config.a_copy.transposes_a(), "transpose")?;
         Ok(Self {
             config,
             main,
+            reduce_dependent,
             reduce,
             transpose,
             _module: module,
@@ -140,7 +151,7 @@ impl LoadedKernel {
             };
             let mut launch = stream.launch_builder(transpose);
             launch.arg(bufs.a).arg(&mut transposed).arg(&m32).arg(&k32);
-            // SAFETY: matches the `_transpose` ABI; `transposed` holds m·k floats.
+            // SAFETY: matches the `_transpose` ABI; `transposed` holds transposed_lda(m)·k floats.
             unsafe { launch.launch(grid) }
                 .map_err(driver_err(format!("launching {}_transpose", cfg.name())))?;
             main.arg(&mut transposed);
@@ -161,6 +172,16 @@ impl LoadedKernel {
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
+            if self.reduce_dependent {
+                let args = ReduceArgs {
+                    partials: &mut partials,
+                    c: bufs.c,
+                    scalars: (m32, n32, split, alpha, beta),
+                };
+                launch_reduce_dependent(stream, reduce, grid, args)
+                    .map_err(driver_err(format!("launching {}_reduce", cfg.name())))?;
+                return Ok(());
+            }
             let mut launch = stream.launch_builder(reduce);
             launch.arg(&mut partials).arg(bufs.c);
             launch
@@ -175,4 +196,65 @@ impl LoadedKernel {
         }
         Ok(())
     }
+}
+
+/// First compute capability (major) with programmatic dependent launch (`griddepcontrol`).
+const PROGRAMMATIC_LAUNCH_MAJOR: i32 = 9;
+
+/// The reduction kernel's arguments.
+struct ReduceArgs<'a, 'b> {
+    partials: &'a mut CudaViewMut<'b, f32>,
+    c: &'a mut CudaSlice<f32>,
+    /// m, n, split_k, alpha, beta.
+    scalars: (i32, i32, i32, f32, f32),
+}
+
+/// Launch the reduction as a programmatic dependent of the kernel before it in the stream
+/// (`griddepcontrol.wait` in the template orders its reads after the main kernel's writes).
+fn launch_reduce_dependent(
+    stream: &Arc<CudaStream>,
+    function: &CudaFunction,
+    grid: LaunchConfig,
+    args: ReduceArgs<'_, '_>,
+) -> Result<(), DriverError> {
+    let (ws_ptr, _ws) = args.partials.device_ptr(stream);
+    let (c_ptr, _c) = args.c.device_ptr_mut(stream);
+    let mut pointers: [sys::CUdeviceptr; 2] = [ws_ptr, c_ptr];
+    let (m, n, split, alpha, beta) = args.scalars;
+    let mut ints = [m, n, split];
+    let mut floats = [alpha, beta];
+    let mut params: Vec<*mut c_void> = Vec::with_capacity(7);
+    params.extend(pointers.iter_mut().map(|p| p as *mut sys::CUdeviceptr as *mut c_void));
+    params.push(&mut ints[0] as *mut i32 as *mut c_void);
+    params.push(&mut ints[1] as *mut i32 as *mut c_void);
+    params.push(&mut ints[2] as *mut i32 as *mut c_void);
+    params.extend(floats.iter_mut().map(|p| p as *mut f32 as *mut c_void));
+    // SAFETY: a zeroed attribute is a valid plain-data value; id and value are set.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: grid.grid_dim.0,
+        gridDimY: grid.grid_dim.1,
+        gridDimZ: grid.grid_dim.2,
+        blockDimX: grid.block_dim.0,
+        blockDimY: grid.block_dim.1,
+        blockDimZ: grid.block_dim.2,
+        sharedMemBytes: grid.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    stream.context().bind_to_thread()?;
+    // SAFETY: `params` follows the `_reduce` ABI (workspace, C, m, n, split_k, alpha, beta),
+    // every pointee outlives the call, and the buffers were sized by the callers.
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &config,
+            function.cu_function(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
 }
