@@ -9,8 +9,8 @@ use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr,
     DevicePtrMut, DriverError, LaunchConfig, PushKernelArg,
 };
-use std::ffi::c_void;
 use cudarc::nvrtc::Ptx;
+use std::ffi::c_void;
 use std::sync::Arc;
 
 /// A generated kernel ready to launch: main function and, for split-K, its reduction.
@@ -224,7 +224,11 @@ fn launch_reduce_dependent(
     let mut ints = [m, n, split];
     let mut floats = [alpha, beta];
     let mut params: Vec<*mut c_void> = Vec::with_capacity(7);
-    params.extend(pointers.iter_mut().map(|p| p as *mut sys::CUdeviceptr as *mut c_void));
+    params.extend(
+        pointers
+            .iter_mut()
+            .map(|p| p as *mut sys::CUdeviceptr as *mut c_void),
+    );
     params.push(&mut ints[0] as *mut i32 as *mut c_void);
     params.push(&mut ints[1] as *mut i32 as *mut c_void);
     params.push(&mut ints[2] as *mut i32 as *mut c_void);
