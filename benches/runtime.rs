@@ -8,7 +8,7 @@
 //! ```
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use nmtune::codegen::{template_checksum, ACopy, KernelConfig, WarpLayout};
+use nmtune::codegen::{templates_checksum, ACopy, KernelConfig, WarpLayout};
 use nmtune::db::Database;
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
 use nmtune::problem::{ALayout, NmPattern, Problem};
@@ -34,7 +34,7 @@ fn h200_lookup() -> Lookup {
         .unwrap_or_else(|| GpuProfile::builtin("h200").unwrap());
     let rows = db.measurements(Some("h200")).unwrap();
     let current = rows.into_iter().map(|mut m| {
-        m.template_checksum = template_checksum().to_string();
+        m.template_checksum = templates_checksum(&m.problem).to_string();
         m
     });
     Lookup::from_measurements(profile, current)

@@ -743,7 +743,7 @@ fn model_eval_judges_against_the_same_best_entry_as_the_report() {
     let mut rows = Vec::new();
     for (i, cfg) in ranking(&p).into_iter().take(6).enumerate() {
         let mut current = row(&p, cfg, 100.0 + i as f64);
-        current.template_checksum = nmtune::codegen::template_checksum().into();
+        current.template_checksum = nmtune::codegen::templates_checksum(&p).into();
         let mut other = row(&p, cfg, 50.0 - i as f64);
         other.created_at = "2030-01-01T00:00:00Z".into();
         rows.extend([current, other]);

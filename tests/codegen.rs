@@ -5,9 +5,9 @@
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome};
 use nmtune::codegen::validate::{validate_structure, CopyMaps};
 use nmtune::codegen::{
-    compile_key, compile_set, estimated_registers, nvrtc_available, render, search_space,
-    template_checksum, validate, validate_for_problem, ACopy, CodegenError, KernelConfig,
-    WarpLayout,
+    compile_key, compile_set, estimated_registers, family_checksum, nvrtc_available, render,
+    search_space, templates_checksum, validate, validate_for_problem, ACopy, CodegenError, Family,
+    KernelConfig, WarpLayout,
 };
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, NmPattern, Problem};
@@ -398,7 +398,7 @@ fn rendered_source_names_its_entry_points_and_constants() {
     ] {
         assert!(src.source.contains(constant), "missing {constant}");
     }
-    assert!(src.source.contains(template_checksum()));
+    assert!(src.source.contains(family_checksum(cfg.family())));
     // Rendering is deterministic.
     assert_eq!(render(&cfg).unwrap(), src);
 }
@@ -410,11 +410,23 @@ fn render_refuses_structurally_invalid_configurations() {
 }
 
 #[test]
-fn template_checksum_is_a_stable_sha256() {
-    let first = template_checksum();
-    assert_eq!(first.len(), 64);
-    assert!(first.chars().all(|c| c.is_ascii_hexdigit()));
-    assert_eq!(first, template_checksum());
+fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
+    let problem = |m| Problem::new(m, 4096, 4096, nm(8, 32), 32).unwrap();
+    let (large, decode) = (
+        templates_checksum(&problem(256)),
+        templates_checksum(&problem(4)),
+    );
+    for sum in [large, decode] {
+        assert_eq!(sum.len(), 64);
+        assert!(sum.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+    assert_eq!(large, templates_checksum(&problem(4096)));
+    assert_eq!(decode, templates_checksum(&problem(16)));
+    // Above m = 16 only the tiled family serves: the decode template is not in the sum, so
+    // a change to it leaves those rows valid.
+    assert_eq!(large, family_checksum(Family::Tiled));
+    assert_ne!(large, decode);
+    assert_ne!(decode, family_checksum(Family::Decode));
 }
 
 #[test]

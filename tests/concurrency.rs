@@ -11,7 +11,7 @@
 mod common;
 
 use common::{check_model_database_consistent, model_run, write_shapes};
-use nmtune::codegen::template_checksum;
+use nmtune::codegen::templates_checksum;
 use nmtune::db::{Database, DbError, Source};
 use nmtune::problem::Problem;
 use std::collections::BTreeSet;
@@ -35,7 +35,7 @@ fn read_once(path: &Path, problems: &[Problem]) -> Result<usize, DbError> {
     let done: Vec<&Problem> = problems
         .iter()
         .filter_map(
-            |p| match db.is_problem_done("h100", p, template_checksum(), Source::Model) {
+            |p| match db.is_problem_done("h100", p, templates_checksum(p), Source::Model) {
                 Ok(true) => Some(Ok(p)),
                 Ok(false) => None,
                 Err(e) => Some(Err(e)),
@@ -146,7 +146,7 @@ fn two_writers_and_a_reader_share_one_file() {
     for p in &all {
         assert!(best.contains(&p.to_string()), "{p} missing");
         assert!(db
-            .is_problem_done("h100", p, template_checksum(), Source::Model)
+            .is_problem_done("h100", p, templates_checksum(p), Source::Model)
             .unwrap());
     }
     assert_eq!(best.len(), all.len());

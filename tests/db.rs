@@ -338,7 +338,7 @@ fn this_builds_templates_supersede_other_timings() {
     set_median(&mut ms[0], rng.gen_range(1.0..10.0));
     ms[0].created_at = "2030-01-01T00:00:00Z".into();
     set_median(&mut ms[1], rng.gen_range(20.0..30.0));
-    ms[1].template_checksum = nmtune::codegen::template_checksum().into();
+    ms[1].template_checksum = nmtune::codegen::templates_checksum(&ms[1].problem).into();
     ms[1].created_at = "2025-06-01T00:00:00Z".into();
     db.record_all(&ms[..2]).unwrap();
     assert_eq!(db.best_for("h100", &problem).unwrap(), Some(ms[1].clone()));
@@ -347,7 +347,7 @@ fn this_builds_templates_supersede_other_timings() {
     let mut replayed = ms[2].clone();
     replayed.source = Source::Replay;
     set_median(&mut replayed, 0.5);
-    replayed.template_checksum = nmtune::codegen::template_checksum().into();
+    replayed.template_checksum = nmtune::codegen::templates_checksum(&replayed.problem).into();
     let dir = tempfile::tempdir().unwrap();
     let db = fresh_db(&dir);
     db.record_all(&[replayed, ms[0].clone()]).unwrap();

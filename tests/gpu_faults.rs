@@ -130,7 +130,7 @@ fn check_tuned(db: &Database, gpu: &str, shapes: &Path, victims: &[KernelConfig]
             "{problem}: {best:?}"
         );
         assert!(!victims.contains(&compile_key(&best.config)));
-        let checksum = nmtune::codegen::template_checksum();
+        let checksum = nmtune::codegen::templates_checksum(&problem);
         assert!(db
             .is_problem_done(gpu, &problem, checksum, Source::Measured)
             .unwrap());

@@ -15,7 +15,7 @@ use common::{
     best_rows, check_model_database_consistent, integrity_check, measurement_rows, model_run,
     problem_runs, write_shapes,
 };
-use nmtune::codegen::template_checksum;
+use nmtune::codegen::templates_checksum;
 use nmtune::db::{Database, Source};
 use nmtune::problem::Problem;
 use rand::rngs::SmallRng;
@@ -51,7 +51,7 @@ fn wait_for_progress(child: &mut Child, db: &Path, problems: &[Problem], target:
                 .iter()
                 .filter(|p| {
                     reader
-                        .is_problem_done("h100", p, template_checksum(), Source::Model)
+                        .is_problem_done("h100", p, templates_checksum(p), Source::Model)
                         .unwrap_or(false)
                 })
                 .count();

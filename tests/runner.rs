@@ -201,7 +201,7 @@ fn the_loop_runs_every_candidate_once_and_stores_what_it_gave() {
             .is_problem_done(
                 "h200",
                 &problem,
-                nmtune::codegen::template_checksum(),
+                nmtune::codegen::templates_checksum(&problem),
                 Source::Measured
             )
             .unwrap());
@@ -292,7 +292,7 @@ fn a_run_killed_by_a_fault_resumes_without_running_anything_twice() {
         .is_problem_done(
             "h200",
             &victim,
-            nmtune::codegen::template_checksum(),
+            nmtune::codegen::templates_checksum(&victim),
             Source::Measured
         )
         .unwrap());

@@ -4,7 +4,7 @@
 
 mod common;
 
-use nmtune::codegen::{template_checksum, validate, ACopy, KernelConfig, WarpLayout};
+use nmtune::codegen::{templates_checksum, validate, ACopy, KernelConfig, WarpLayout};
 use nmtune::db::{Database, Measurement, Source};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::GpuProfile;
@@ -97,7 +97,7 @@ fn row(p: Problem, cfg: KernelConfig, source: Source, median_us: f64) -> Measure
 }
 
 fn stale(mut m: Measurement) -> Measurement {
-    m.template_checksum = format!("not-{}", template_checksum());
+    m.template_checksum = format!("not-{}", templates_checksum(&m.problem));
     m
 }
 
@@ -432,7 +432,7 @@ fn committed_h200_database() {
     let rows = db.measurements(Some(GPU)).unwrap();
     let current = rows
         .iter()
-        .any(|m| m.template_checksum == template_checksum());
+        .any(|m| m.template_checksum == templates_checksum(&m.problem));
     let exact = problem(256, 2048, 2048, nm(4, 32));
     let stored = db.best_for(GPU, &exact).unwrap().unwrap();
     drop(db);

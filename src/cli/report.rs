@@ -3,7 +3,7 @@
 use super::fields::{csv_number, ConfigFields};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use nmtune::codegen::template_checksum;
+use nmtune::codegen::templates_checksum;
 use nmtune::db::{Database, Measurement};
 use nmtune::format::MinBytes;
 use nmtune::gpu_profile::gbps;
@@ -98,7 +98,7 @@ impl ReportRow {
             copy_gbps: best.copy_gbps,
             source: best.source.as_str().to_string(),
             verified: best.verified,
-            current_templates: best.template_checksum == template_checksum(),
+            current_templates: best.template_checksum == templates_checksum(&best.problem),
         }
     }
 }

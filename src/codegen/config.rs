@@ -1,6 +1,6 @@
 //! A kernel configuration: the point of the parameter space one compiled kernel implements.
 
-use crate::problem::{ALayout, NmPattern};
+use crate::problem::{ALayout, NmPattern, Problem};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -46,6 +46,20 @@ pub enum Family {
     /// Few rows of C, the weight streamed once at memory bandwidth:
     /// `templates/nm_spmm_decode.cu.tera`.
     Decode,
+}
+
+impl Family {
+    /// The families whose kernels may serve `problem`, so the ones the tuner tries for it:
+    /// the decode family only for decode-sized problems (m ≤ `DECODE_MAX_M`). A problem's
+    /// rows are valid while these families' templates are unchanged
+    /// ([`crate::codegen::templates_checksum`]).
+    pub fn serving(problem: &Problem) -> &'static [Family] {
+        if problem.is_decode() {
+            &[Family::Tiled, Family::Decode]
+        } else {
+            &[Family::Tiled]
+        }
+    }
 }
 
 impl ACopy {

@@ -39,7 +39,7 @@ pub use config::{ACopy, Family, KernelConfig, WarpLayout};
 pub use config_fields::ConfigFields;
 pub use enumerate::{compile_set, search_space};
 pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, CompiledKernel};
-pub use render::{compile_key, render, template_checksum, KernelSource};
+pub use render::{compile_key, family_checksum, render, templates_checksum, KernelSource};
 pub use validate::{estimated_registers, validate, validate_for_problem};
 
 use thiserror::Error;

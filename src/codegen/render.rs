@@ -15,6 +15,7 @@
 //! configuration name (with its `sk` suffix) remains the name used in logs and the database.
 
 use super::{validate, CodegenError, Family, KernelConfig};
+use crate::problem::Problem;
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 
@@ -42,6 +43,12 @@ fn main_template(family: Family) -> &'static str {
     }
 }
 
+/// The templates that shape a family's modules: its entry template and the split-K
+/// reduction every module defines.
+fn family_templates(family: Family) -> [&'static str; 2] {
+    [main_template(family), "split_k_reduce.cu.tera"]
+}
+
 /// A rendered CUDA module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSource {
@@ -60,20 +67,46 @@ pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
     KernelConfig { split_k: 1, ..*cfg }
 }
 
-/// Hex SHA-256 of all template text, computed once. It changes whenever a template changes,
-/// which invalidates compiled-kernel caches and tuning-database entries.
-pub fn template_checksum() -> &'static str {
-    static CHECKSUM: OnceLock<String> = OnceLock::new();
-    CHECKSUM.get_or_init(|| {
-        let mut hasher = Sha256::new();
-        for (name, text) in TEMPLATES {
+/// Hex SHA-256 of the templates of `families`, in [`TEMPLATES`] order (each once).
+fn checksum_of(families: &[Family]) -> String {
+    let mut hasher = Sha256::new();
+    for (name, text) in TEMPLATES {
+        if families.iter().any(|f| family_templates(*f).contains(name)) {
             hasher.update(name.as_bytes());
             hasher.update([0u8]);
             hasher.update(text.as_bytes());
             hasher.update([0u8]);
         }
-        hex::encode(hasher.finalize())
-    })
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// The checksum of the templates that may serve `problem` ([`Family::serving`]), computed
+/// once per set. A tuning-database row is current while it matches: a change to the decode
+/// template leaves the rows of problems above m = 16 valid, and a family added for a new
+/// kind of problem leaves every existing row valid.
+pub fn templates_checksum(problem: &Problem) -> &'static str {
+    static LARGE_M: OnceLock<String> = OnceLock::new();
+    static DECODE: OnceLock<String> = OnceLock::new();
+    let families = Family::serving(problem);
+    let cell = if families.contains(&Family::Decode) {
+        &DECODE
+    } else {
+        &LARGE_M
+    };
+    cell.get_or_init(|| checksum_of(families))
+}
+
+/// The checksum of one family's templates, written into every module it renders (so that
+/// the compiled-kernel cache, keyed by source, follows template changes).
+pub fn family_checksum(family: Family) -> &'static str {
+    static TILED: OnceLock<String> = OnceLock::new();
+    static DECODE: OnceLock<String> = OnceLock::new();
+    let cell = match family {
+        Family::Tiled => &TILED,
+        Family::Decode => &DECODE,
+    };
+    cell.get_or_init(|| checksum_of(&[family]))
 }
 
 /// Render the CUDA module of `cfg`. The configuration's structural rules are checked first
@@ -107,7 +140,7 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
 fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     let mut ctx = tera::Context::new();
     ctx.insert("name", name);
-    ctx.insert("checksum", template_checksum());
+    ctx.insert("checksum", family_checksum(cfg.family()));
     ctx.insert("a_copy", &cfg.a_copy.template_id());
     ctx.insert("transposes_a", &cfg.a_copy.transposes_a());
     ctx.insert("m_s", &cfg.m_s);
@@ -139,7 +172,7 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
 fn decode_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     let mut ctx = tera::Context::new();
     ctx.insert("name", name);
-    ctx.insert("checksum", template_checksum());
+    ctx.insert("checksum", family_checksum(cfg.family()));
     ctx.insert("m_s", &cfg.m_s);
     ctx.insert("n_s", &cfg.n_s);
     ctx.insert("n_t", &cfg.n_t);

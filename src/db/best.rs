@@ -27,7 +27,8 @@ pub fn trust(source: Source) -> u8 {
 }
 
 /// The rule, as an order: `Greater` when `a` is the better entry. `current` is the template
-/// checksum of the code this build generates ([`crate::codegen::template_checksum`]).
+/// checksum of the code this build generates for their problem
+/// ([`crate::codegen::templates_checksum`]).
 ///
 /// In order:
 /// 1. an entry that can be best ([`can_be_best`]) beats one that cannot;
@@ -51,11 +52,15 @@ pub fn compare(a: &Measurement, b: &Measurement, current: &str) -> Ordering {
 }
 
 /// Whether `candidate` should replace `incumbent` as the best of their (GPU, problem) for this
-/// build: [`compare`] with this build's template checksum. An entry that cannot be best never
+/// build: [`compare`] with this build's template checksum for that problem. An entry that cannot be best never
 /// wins.
 pub fn better(candidate: &Measurement, incumbent: &Measurement) -> bool {
     can_be_best(candidate)
-        && compare(candidate, incumbent, crate::codegen::template_checksum()) == Ordering::Greater
+        && compare(
+            candidate,
+            incumbent,
+            crate::codegen::templates_checksum(&candidate.problem),
+        ) == Ordering::Greater
 }
 
 /// The best of `candidates` by [`better`]; `None` when none can be best.
@@ -190,12 +195,17 @@ mod tests {
         }
     }
 
+    /// This build's checksum for the problem of [`entry`].
+    fn current() -> &'static str {
+        crate::codegen::templates_checksum(&entry(32, 1.0, Source::Measured).problem)
+    }
+
     #[test]
     fn measured_beats_replay_beats_model_whatever_the_time() {
         let measured = entry(64, 100.0, Source::Measured);
         let replay = entry(128, 50.0, Source::Replay);
         let mut model = entry(32, 1.0, Source::Model);
-        model.template_checksum = crate::codegen::template_checksum().into();
+        model.template_checksum = current().into();
         model.created_at = "2030-01-01T00:00:00Z".into();
         assert!(can_be_best(&model));
         assert!(better(&measured, &replay) && better(&replay, &model));
@@ -206,7 +216,7 @@ mod tests {
 
     #[test]
     fn current_templates_win_regardless_of_speed_and_date() {
-        let current = crate::codegen::template_checksum();
+        let current = current();
         let mut old = entry(64, 10.0, Source::Measured);
         old.created_at = "2030-01-01T00:00:00Z".into();
         let mut new = entry(32, 90.0, Source::Measured);
@@ -227,7 +237,7 @@ mod tests {
     fn the_order_is_total_so_arrival_order_never_matters() {
         let mut rng = SmallRng::seed_from_u64(5);
         let sources = [Source::Measured, Source::Replay, Source::Model];
-        let checksums = ["aaaa", "bbbb", crate::codegen::template_checksum()];
+        let checksums = ["aaaa", "bbbb", current()];
         let rows: Vec<Measurement> = (0..60)
             .map(|i| {
                 let mut m = entry(

@@ -27,13 +27,13 @@
 //! smaller median): [`Lookup::open`] reads the database's `best` table, which that rule keeps,
 //! so `nmtune report` and the runtime always name the same entry; [`Lookup::from_measurements`]
 //! applies the same rule in memory. A best entry tuned with other kernel templates (its
-//! checksum is not [`template_checksum`]) describes code this build does not generate: it is
+//! checksum is not [`templates_checksum`] of its problem) describes code this build does not generate: it is
 //! never launched (the problem falls through to rules 2 and 3), with one warning for the table.
 
 use super::RuntimeError;
 use crate::codegen::validate::m_multiple;
 use crate::codegen::validate::SPLIT_K_VALUES;
-use crate::codegen::{template_checksum, validate, validate_for_problem, KernelConfig};
+use crate::codegen::{templates_checksum, validate, validate_for_problem, KernelConfig};
 use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one;
@@ -288,9 +288,8 @@ impl Lookup {
         let mut ignored = Vec::new();
         if stats.stale_ignored > 0 {
             ignored.push(format!(
-                "{} tuned with other kernel templates (this build's checksum is {})",
-                stats.stale_ignored,
-                &template_checksum()[..12]
+                "{} tuned with other kernel templates",
+                stats.stale_ignored
             ));
         }
         if stats.invalid_ignored > 0 {
@@ -443,7 +442,7 @@ fn launchable(
         if m.gpu != gpu.name {
             continue;
         }
-        if m.template_checksum != template_checksum() {
+        if m.template_checksum != templates_checksum(&m.problem) {
             stats.stale_ignored += 1;
             continue;
         }

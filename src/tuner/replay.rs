@@ -74,7 +74,7 @@ pub fn replay(
         let mut recorder = DbRecorder {
             db,
             gpu_name: gpu.to_string(),
-            checksum,
+            recorded_checksum: Some(checksum),
             strategy: REPLAY_STRATEGY,
             source: Source::Replay,
         };

@@ -8,7 +8,7 @@ use super::progress::Progress;
 use super::runner::{Runner, Session};
 use super::search::Strategy;
 use super::TuneError;
-use crate::codegen::{render::template_checksum, KernelConfig};
+use crate::codegen::{templates_checksum, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
 use crate::kernels::table_one;
@@ -45,7 +45,6 @@ pub struct TuneSummary {
 /// Everything a measurement row shares within one run.
 struct RunContext {
     gpu_name: String,
-    checksum: &'static str,
     source: Source,
 }
 
@@ -66,7 +65,7 @@ impl RunContext {
             copy_gbps: None,
             registers: None,
             spill_bytes: None,
-            template_checksum: self.checksum.to_string(),
+            template_checksum: templates_checksum(problem).to_string(),
             source: self.source,
             tool_version: crate::TOOL_VERSION.to_string(),
             created_at: chrono::Utc::now().to_rfc3339(),
@@ -134,20 +133,31 @@ where
 }
 
 /// The tuning database as the loop's [`Recorder`]: rows of one GPU, template checksum
-/// (this build's, or a replayed file's) and source.
+/// (this build's for each problem, or a replayed file's) and source.
 pub(super) struct DbRecorder<'a> {
     pub db: &'a Database,
     pub gpu_name: String,
-    pub checksum: &'a str,
+    /// The replayed rows' checksum; `None`: this build's ([`templates_checksum`]).
+    pub recorded_checksum: Option<&'a str>,
     pub strategy: &'static str,
     pub source: Source,
 }
 
+impl DbRecorder<'_> {
+    fn checksum(&self, problem: &Problem) -> &str {
+        self.recorded_checksum
+            .unwrap_or_else(|| templates_checksum(problem))
+    }
+}
+
 impl Recorder for DbRecorder<'_> {
     fn stored(&self, problem: &Problem) -> Result<HashSet<String>, TuneError> {
-        Ok(self
-            .db
-            .measured_kernels(&self.gpu_name, problem, self.checksum, self.source)?)
+        Ok(self.db.measured_kernels(
+            &self.gpu_name,
+            problem,
+            self.checksum(problem),
+            self.source,
+        )?)
     }
 
     fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
@@ -161,7 +171,7 @@ impl Recorder for DbRecorder<'_> {
         self.db.record_and_mark_done(
             last.map_or(&[], std::slice::from_ref),
             (&self.gpu_name, problem),
-            self.checksum,
+            self.checksum(problem),
             self.strategy,
             self.source,
         )?;
@@ -178,7 +188,7 @@ fn pending(
 ) -> Result<Vec<Problem>, TuneError> {
     let mut left = Vec::new();
     for p in problems {
-        if !db.is_problem_done(gpu, p, template_checksum(), source)? {
+        if !db.is_problem_done(gpu, p, templates_checksum(p), source)? {
             left.push(*p);
         }
     }
@@ -273,7 +283,7 @@ pub fn tune_with_runner<R: Runner>(
     let mut recorder = DbRecorder {
         db,
         gpu_name: profile.name.clone(),
-        checksum: template_checksum(),
+        recorded_checksum: None,
         strategy: opts.strategy.as_str(),
         source,
     };
@@ -297,7 +307,6 @@ pub fn run_plans<R: Runner, S: Recorder>(
 ) -> Result<TuneSummary, TuneError> {
     let ctx = RunContext {
         gpu_name: gpu_name.to_string(),
-        checksum: template_checksum(),
         source: runner.source(),
     };
     let all_configs: Vec<KernelConfig> =

@@ -1,7 +1,7 @@
 //! Search strategies: which configurations to time for a problem.
 
 use crate::codegen::validate::SPLIT_K_VALUES;
-use crate::codegen::{enumerate, validate, ACopy, KernelConfig, WarpLayout};
+use crate::codegen::{enumerate, validate, ACopy, Family, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one::{self, PACKING_MIN_SPARSITY};
 use crate::model::{predict, ranked};
@@ -44,11 +44,14 @@ pub const MODEL_TOP: usize = 3;
 /// Configurations the sample strategy draws besides the pruned candidates.
 pub const SAMPLE_SIZE: usize = 256;
 
-/// Configurations to time for `problem` on `gpu`, best predicted first.
+/// Configurations to time for `problem` on `gpu`, best predicted first: only kernels of the
+/// families that serve it ([`Family::serving`]), whose templates its rows' checksum covers.
 pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Vec<KernelConfig> {
+    let serving = Family::serving(problem);
     let space: Vec<KernelConfig> =
         enumerate::search_space(problem.nm, problem.l as u32, problem.a_layout, gpu)
             .into_iter()
+            .filter(|cfg| serving.contains(&cfg.family()))
             .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
             .collect();
     match strategy {
@@ -118,7 +121,7 @@ fn decode_candidates(
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    if !problem.is_decode() {
+    if !Family::serving(problem).contains(&Family::Decode) {
         return Vec::new();
     }
     let mut picked: Vec<KernelConfig> = Vec::new();

@@ -111,7 +111,7 @@ pub fn timed_row(p: Problem, config: KernelConfig, source: Source, median_us: f6
         copy_gbps: None,
         registers: Some(128),
         spill_bytes: Some(0),
-        template_checksum: nmtune::codegen::template_checksum().to_string(),
+        template_checksum: nmtune::codegen::templates_checksum(&p).to_string(),
         source,
         tool_version: nmtune::TOOL_VERSION.into(),
         created_at: nmtune::db::now_rfc3339(),
