@@ -24,8 +24,8 @@ pub enum ACopy {
     /// m_t single floats. The cheapest copy, dearer fragment reads.
     RowK,
     /// Row-major A: a first kernel writes A column-major into the workspace (columns padded to
-    /// [`TRANSPOSED_ALIGN_FLOATS`],
-    /// one pass over A at memory bandwidth), then the `Col16` main loop runs on that copy.
+    /// [`TRANSPOSED_ALIGN_FLOATS`]; one pass over A at memory bandwidth), then the `Col16`
+    /// main loop runs on that copy.
     /// Measured as one kernel: the pass is in every timing of it.
     Transposed,
     /// The decode family (few rows of C): no A tile and no shared-memory ring; every lane

@@ -52,8 +52,8 @@ pub fn compare(a: &Measurement, b: &Measurement, current: &str) -> Ordering {
 }
 
 /// Whether `candidate` should replace `incumbent` as the best of their (GPU, problem) for this
-/// build: [`compare`] with this build's template checksum for that problem. An entry that cannot be best never
-/// wins.
+/// build: [`compare`] with this build's template checksum for that problem. An entry that
+/// cannot be best never wins.
 pub fn better(candidate: &Measurement, incumbent: &Measurement) -> bool {
     can_be_best(candidate)
         && compare(

@@ -229,9 +229,7 @@ fn launch_reduce_dependent(
             .iter_mut()
             .map(|p| p as *mut sys::CUdeviceptr as *mut c_void),
     );
-    params.push(&mut ints[0] as *mut i32 as *mut c_void);
-    params.push(&mut ints[1] as *mut i32 as *mut c_void);
-    params.push(&mut ints[2] as *mut i32 as *mut c_void);
+    params.extend(ints.iter_mut().map(|p| p as *mut i32 as *mut c_void));
     params.extend(floats.iter_mut().map(|p| p as *mut f32 as *mut c_void));
     // SAFETY: a zeroed attribute is a valid plain-data value; id and value are set.
     let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
