@@ -133,10 +133,36 @@ fn report_of_the_committed_h200_database() {
         bytes,
         "the report changed the file"
     );
-    // shapes/llama.yaml: 400 problems for each A layout.
-    assert_eq!(rows.len(), 800);
+    // shapes/llama.yaml (400 problems for each A layout) and shapes/llama7b-between.yaml (112
+    // for each): the shapes files' own counts, so that a problem dropped from either shows.
+    let files = ["shapes/llama.yaml", "shapes/llama7b-between.yaml"];
+    let expected: std::collections::BTreeSet<String> = files
+        .iter()
+        .flat_map(|file| {
+            nmtune::shapes::load(std::path::Path::new(file))
+                .unwrap()
+                .entries
+        })
+        .map(|entry| entry.problem.to_string())
+        .collect();
+    let reported: std::collections::BTreeSet<String> = rows
+        .iter()
+        .map(|r| {
+            let layout = if r["a_layout"] == "col" { "_acol" } else { "" };
+            format!(
+                "m{}_n{}_k{}_{}_l{}{layout}",
+                r["m"],
+                r["n"],
+                r["k"],
+                r["nm"].as_str().unwrap(),
+                r["l"]
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 1024);
+    assert_eq!(reported, expected);
     for layout in ["row", "col"] {
-        assert_eq!(rows.iter().filter(|r| r["a_layout"] == layout).count(), 400);
+        assert_eq!(rows.iter().filter(|r| r["a_layout"] == layout).count(), 512);
     }
     for r in &rows {
         assert_eq!(r["source"], "measured");

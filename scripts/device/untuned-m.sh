@@ -10,6 +10,6 @@ for layer in attn up down; do
   for s in 16:32 12:32 8:32 4:32; do
     echo "### layer=$layer sparsity=$s"
     timeout 240 "$B/llama_mlp" --layer "$layer" --sparsity "$s" --check-rows 16 --runs 20 \
-      --m 4,7,8,256,300,512,700,1024,1500,2048,3000,4096 2>&1
+      --m 4,7,8,256,300,384,512,700,768,1024,1500,1536,2048,3000,3072,4096 2>&1
   done
 done
