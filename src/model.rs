@@ -5,6 +5,7 @@
 
 use crate::codegen::validate::{self, estimated_registers, index_groups, register_cap, CopyMaps};
 use crate::codegen::{ACopy, Family, KernelConfig};
+use crate::format::MinBytes;
 use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 
@@ -21,6 +22,13 @@ const DECODE_ROW_OVERHEAD_INSTRUCTIONS: f64 = 6.0;
 /// Share of the DRAM bandwidth a shared-memory-tiled transpose (the `Transposed` path's
 /// first pass: A read once, written once) reaches.
 const TRANSPOSE_BANDWIDTH_FRACTION: f64 = 0.8;
+/// Bytes of shared memory one SM delivers per clock (32 banks × 4 bytes; H100, H200, A100):
+/// the element-wise family's bound, since every FMA there reads its own 4-byte A value
+/// (docs/design.md, "Element-wise N:M (L = 1)").
+const SHARED_BYTES_PER_CLOCK: f64 = 128.0;
+/// Instructions an element-wise lane issues per kept row and column beside its A loads and
+/// FMAs: the index's byte taken out of its word and turned into an A-tile address.
+const EW_INDEX_INSTRUCTIONS: f64 = 2.0;
 
 /// The model's view of one configuration on one problem.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -108,6 +116,9 @@ const WARPS_PER_SCHEDULER_TO_HIDE_LATENCY: f64 = 2.0;
 /// load per four rows and an address multiply-add per row and group), the thread's share of
 /// the A, B' and D copies, col_info prefetches when packing, the barrier and the loop.
 pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
+    if cfg.family() == Family::Ew {
+        return ew_instructions_per_stage(cfg);
+    }
     let (mt, nt, ws) = (cfg.m_t as f64, cfg.n_t as f64, cfg.w_s() as f64);
     let groups = index_groups(cfg) as f64;
     let threads = cfg.threads().max(1) as f64;
@@ -144,6 +155,50 @@ pub fn instructions_per_tile(cfg: &KernelConfig) -> f64 {
         + BARRIER_INSTRUCTIONS_PER_WARP * warps
 }
 
+/// Instructions one element-wise lane issues per ring stage: per kept row and column m_t
+/// FMAs, m_t/4 A loads and the index's extraction; per kept row and four columns a B' and an
+/// index load; its share of the copies, the barrier and the loop.
+fn ew_instructions_per_stage(cfg: &KernelConfig) -> f64 {
+    let (mt, nt, ws) = (cfg.m_t as f64, cfg.n_t as f64, cfg.w_s() as f64);
+    let per_column = mt + mt / 4.0 + EW_INDEX_INSTRUCTIONS;
+    let maps = CopyMaps::of(cfg);
+    let copies = (1.0 + COPY_INSTRUCTIONS)
+        * (maps.a_units as f64 + maps.b_vecs as f64 + maps.d_elems as f64);
+    let warps = cfg.threads().max(1) as f64 / 32.0;
+    ws * nt * per_column
+        + ws * nt / 4.0 * 2.0
+        + copies
+        + TILE_OVERHEAD_INSTRUCTIONS
+        + BARRIER_INSTRUCTIONS_PER_WARP * warps
+}
+
+/// Shared-memory wavefronts (128 bytes each, one per clock) an element-wise block spends per
+/// ring stage: every warp's A loads (m_t/4 loads of 512 bytes per kept row and column), its
+/// B' and index broadcasts (two per kept row and four columns), and the stage's copies in.
+fn ew_shared_wavefronts_per_stage(cfg: &KernelConfig) -> f64 {
+    let (mt, nt, ws) = (cfg.m_t as f64, cfg.n_t as f64, cfg.w_s() as f64);
+    let warps = cfg.warp.rows as f64;
+    let reads = warps * ws * nt * (mt + 0.5);
+    let writes = 4.0 * cfg.stage_floats() as f64 / SHARED_BYTES_PER_CLOCK;
+    reads + writes
+}
+
+/// Time for one SM to run `blocks` resident blocks through `k_tiles` k-tiles each: the issue
+/// time ([`wave_seconds`]), and for the element-wise family at least the time shared memory
+/// takes to deliver its A values.
+fn sm_wave_seconds(cfg: &KernelConfig, gpu: &GpuProfile, blocks: f64, k_tiles: f64) -> f64 {
+    let issue = wave_seconds(cfg, gpu, blocks, k_tiles);
+    if cfg.family() != Family::Ew {
+        return issue;
+    }
+    let shared = blocks * k_tiles * ew_shared_wavefronts_per_stage(cfg) / clock_hz(gpu);
+    issue.max(shared)
+}
+
+fn clock_hz(gpu: &GpuProfile) -> f64 {
+    gpu.clock_mhz as f64 * 1e6
+}
+
 /// Time for one SM to run `blocks` resident blocks through `k_tiles` k-tiles each: every
 /// warp issues its instructions on one of the SM's schedulers, at a rate that falls when
 /// too few warps share a scheduler to hide latency.
@@ -171,9 +226,9 @@ fn compute_seconds(
     let sms = gpu.sm_count.max(1) as f64;
     let full_waves = (blocks / (per_sm * sms)).floor();
     let left = blocks - full_waves * per_sm * sms;
-    let mut seconds = full_waves * wave_seconds(cfg, gpu, per_sm, k_tiles);
+    let mut seconds = full_waves * sm_wave_seconds(cfg, gpu, per_sm, k_tiles);
     if left > 0.0 {
-        seconds += wave_seconds(cfg, gpu, (left / sms).ceil(), k_tiles);
+        seconds += sm_wave_seconds(cfg, gpu, (left / sms).ceil(), k_tiles);
     }
     seconds
 }
@@ -191,8 +246,10 @@ pub fn predict_with_registers(
     gpu: &GpuProfile,
     registers: Option<u32>,
 ) -> Prediction {
-    if cfg.family() == Family::Decode {
-        return predict_decode(cfg, problem, gpu, registers);
+    match cfg.family() {
+        Family::Decode => return predict_decode(cfg, problem, gpu, registers),
+        Family::Ew => return predict_ew(cfg, problem, gpu, registers),
+        Family::Tiled => {}
     }
     let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
     let m_tiles = (problem.m as f64 / cfg.m_s as f64).ceil();
@@ -218,17 +275,8 @@ pub fn predict_with_registers(
     let memory_s = (dram_bytes / gpu.dram_bytes_per_s())
         .max(l2_bytes / (L2_BANDWIDTH_FACTOR * gpu.dram_bytes_per_s()));
 
-    let reduce_s = if cfg.split_k > 1 {
-        4.0 * m * n * (cfg.split_k as f64 * 2.0 + 1.0) / gpu.dram_bytes_per_s() + LAUNCH_OVERHEAD_S
-    } else {
-        0.0
-    };
-    let transpose_s = if cfg.a_copy.transposes_a() {
-        2.0 * 4.0 * m * k / (TRANSPOSE_BANDWIDTH_FRACTION * gpu.dram_bytes_per_s())
-            + LAUNCH_OVERHEAD_S
-    } else {
-        0.0
-    };
+    let reduce_s = reduce_seconds(cfg, problem, gpu);
+    let transpose_s = transpose_seconds(cfg, problem, gpu);
     Prediction {
         time_s: overlap(compute_s, memory_s) + reduce_s + transpose_s + LAUNCH_OVERHEAD_S,
         compute_s,
@@ -274,11 +322,7 @@ fn predict_decode(
         gpu.sm_count as f64 * schedulers * PEAK_ISSUE_RATE * gpu.clock_mhz as f64 * 1e6;
     let compute_s = warp_instructions / issue_per_s;
 
-    let reduce_s = if cfg.split_k > 1 {
-        4.0 * m * n * (cfg.split_k as f64 * 2.0 + 1.0) / gpu.dram_bytes_per_s() + LAUNCH_OVERHEAD_S
-    } else {
-        0.0
-    };
+    let reduce_s = reduce_seconds(cfg, problem, gpu);
     let flops = 2.0 * m * n * w;
     Prediction {
         time_s: overlap(compute_s, memory_s) + reduce_s + LAUNCH_OVERHEAD_S,
@@ -289,6 +333,65 @@ fn predict_decode(
         blocks_per_sm: per_sm as u32,
         wave_efficiency: blocks / (waves * slots),
     }
+}
+
+/// The element-wise family: the tiled family's grid, waves and issue count, each wave at least
+/// as long as shared memory takes to deliver every FMA its A value
+/// ([`SHARED_BYTES_PER_CLOCK`]: 32 useful FMAs per SM and clock at best); memory is every
+/// operand once from DRAM (D as bytes, [`MinBytes`]) and the stages' re-reads from L2.
+fn predict_ew(
+    cfg: &KernelConfig,
+    problem: &Problem,
+    gpu: &GpuProfile,
+    registers: Option<u32>,
+) -> Prediction {
+    let ceil_div = |a: usize, b: u32| a.div_ceil(b.max(1) as usize) as f64;
+    let (m_tiles, n_tiles) = (ceil_div(problem.m, cfg.m_s), ceil_div(problem.n, cfg.n_s));
+    let k_stages = ceil_div(problem.k, cfg.k_s);
+    let blocks = m_tiles * n_tiles * cfg.split_k as f64;
+    let per_sm = blocks_per_sm(cfg, gpu, registers).max(1) as f64;
+    let slots = per_sm * gpu.sm_count as f64;
+    let waves = (blocks / slots).ceil().max(1.0);
+    let stages_per_block = (k_stages / cfg.split_k.max(1) as f64).ceil();
+    let compute_s = compute_seconds(cfg, gpu, per_sm, blocks, stages_per_block);
+
+    let dram_bytes = MinBytes::of(problem).total() as f64;
+    let stage_bytes = 4.0 * cfg.stage_floats() as f64;
+    let l2_bytes = m_tiles * n_tiles * k_stages * stage_bytes;
+    let memory_s = (dram_bytes / gpu.dram_bytes_per_s())
+        .max(l2_bytes / (L2_BANDWIDTH_FACTOR * gpu.dram_bytes_per_s()));
+    let (mt, nt) = (cfg.m_t as f64, cfg.n_t as f64);
+    Prediction {
+        time_s: overlap(compute_s, memory_s)
+            + reduce_seconds(cfg, problem, gpu)
+            + transpose_seconds(cfg, problem, gpu)
+            + LAUNCH_OVERHEAD_S,
+        compute_s,
+        memory_s,
+        block_intensity: block_intensity(cfg),
+        // FMAs per shared load: m_t per column, for m_t/4 A loads and half a B'/index load.
+        cmar: mt * nt / (nt * (mt / 4.0 + 0.5)),
+        blocks_per_sm: per_sm as u32,
+        wave_efficiency: blocks / (waves * slots),
+    }
+}
+
+/// The split-K reduction: split_k partial sums read and C written (and read), one launch.
+fn reduce_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> f64 {
+    if cfg.split_k <= 1 {
+        return 0.0;
+    }
+    let (m, n) = (problem.m as f64, problem.n as f64);
+    4.0 * m * n * (cfg.split_k as f64 * 2.0 + 1.0) / gpu.dram_bytes_per_s() + LAUNCH_OVERHEAD_S
+}
+
+/// The transposing pass of `atrans` and `ewtrans` kernels: A read once and written once.
+fn transpose_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> f64 {
+    if !cfg.a_copy.transposes_a() {
+        return 0.0;
+    }
+    let (m, k) = (problem.m as f64, problem.k as f64);
+    2.0 * 4.0 * m * k / (TRANSPOSE_BANDWIDTH_FRACTION * gpu.dram_bytes_per_s()) + LAUNCH_OVERHEAD_S
 }
 
 /// Compute and memory overlap, but not perfectly near the ridge: a smooth maximum (the

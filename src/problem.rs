@@ -8,6 +8,15 @@ use thiserror::Error;
 /// Largest m of a decode-sized problem (one new token per sequence for up to 16 sequences).
 pub const DECODE_MAX_M: usize = 16;
 
+/// The vector length of element-wise N:M: every column of B keeps its own rows.
+pub const ELEMENT_WISE_L: usize = 1;
+
+/// Whether vector length `l` is element-wise N:M ([`ELEMENT_WISE_L`]): the one rule that sends
+/// a problem to the element-wise kernel family and its D to the device as bytes.
+pub fn is_element_wise(l: usize) -> bool {
+    l == ELEMENT_WISE_L
+}
+
 /// Why a problem or sparsity pattern is not valid.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ProblemError {
@@ -255,6 +264,11 @@ impl Problem {
     /// joins its candidates.
     pub fn is_decode(&self) -> bool {
         self.m <= DECODE_MAX_M
+    }
+
+    /// Element-wise N:M (L = 1, [`is_element_wise`]): served by its own kernel family.
+    pub fn is_element_wise(&self) -> bool {
+        is_element_wise(self.l)
     }
 
     /// Rows of the compressed weight B': k·N/M.

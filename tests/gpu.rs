@@ -1,14 +1,15 @@
 //! GPU correctness: every template family (each A copy path and so both A layouts, packing
 //! on/off, every ring depth, split-K > 1, warp tiles one and two column groups wide; the
-//! decode family's block shapes at m from 1 to more than a block row) against
+//! decode family's block shapes at m from 1 to more than a block row; the element-wise
+//! family's block shapes with u8 indices at ragged m and n) against
 //! the CPU reference on random data at several shapes, m, n and k off their tiles, smallest
 //! and largest N:M, with alpha and beta both non-trivial. Skipped, visibly, where there is no
 //! GPU.
 
-use nmtune::codegen::{compile_key, validate, ACopy, KernelConfig, WarpLayout};
+use nmtune::codegen::{compile_key, validate, ACopy, EwShape, Family, KernelConfig, WarpLayout};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
-use nmtune::kernels::{LaunchBuffers, LoadedKernel};
+use nmtune::kernels::{IndexOperand, LaunchBuffers, LoadedKernel};
 use nmtune::problem::{ALayout, NmPattern};
 use nmtune::reference;
 use nmtune::tuner::build::build_all;
@@ -133,8 +134,19 @@ fn launch(
     let a_dev = gpu.upload(a).unwrap();
     let b_dev = gpu.upload(&weight.values).unwrap();
     let d_dev = gpu.upload(&indices).unwrap();
+    // The element-wise family reads the stored u8 positions as they are.
+    let d_bytes = gpu.upload(&weight.indices).unwrap();
     let cols_dev = gpu.upload(&columns).unwrap();
     let counts_dev = gpu.upload(&counts).unwrap();
+    let indices = if cfg.family() == Family::Ew {
+        IndexOperand::Bytes(&d_bytes)
+    } else {
+        IndexOperand::Wide {
+            d: &d_dev,
+            col_info: &cols_dev,
+            col_count: &counts_dev,
+        }
+    };
     let mut c_dev = gpu.upload(c0).unwrap();
     let mut ws = gpu
         .alloc(kernel.workspace_len(shape.0, shape.1, shape.2).max(1))
@@ -142,9 +154,7 @@ fn launch(
     let bufs = LaunchBuffers {
         a: &a_dev,
         b_values: &b_dev,
-        indices: &d_dev,
-        col_info: &cols_dev,
-        col_count: &counts_dev,
+        indices,
         c: &mut c_dev,
         workspace: &mut ws,
     };
@@ -239,5 +249,101 @@ fn every_template_family_matches_the_cpu_reference() {
         configs.len(),
         failures.len()
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Element-wise block shapes: both lane heights, every warp width, one to eight warps, one,
+/// two and four windows per stage, every ring depth, min_blocks 2.
+const EW_SHAPES: [EwShape; 8] = [
+    ew(4, 16, 4, 1, 3, 1),
+    ew(4, 16, 4, 2, 2, 1),
+    ew(8, 16, 4, 1, 2, 1),
+    ew(4, 8, 8, 1, 3, 1),
+    ew(8, 8, 2, 4, 4, 1),
+    ew(4, 4, 1, 2, 2, 1),
+    ew(8, 4, 2, 1, 3, 2),
+    ew(4, 8, 2, 4, 2, 2),
+];
+
+const fn ew(m_t: u32, n_t: u32, warps: u32, windows: u32, stages: u32, min_blocks: u32) -> EwShape {
+    EwShape {
+        m_t,
+        n_t,
+        warps,
+        windows,
+        stages,
+        min_blocks,
+    }
+}
+
+/// The element-wise family (L = 1, u8 indices, `ewcol` and `ewtrans`) against the CPU
+/// reference on random data: each block shape of [`EW_SHAPES`] at five patterns (dense
+/// included), split-K 1, 3 and 4, at m and n off the block tile (any m for row-major A, a
+/// multiple of 4 for column-major), k with a partial last stage, a single row, and one shape
+/// of whole tiles (the unpredicated path).
+#[test]
+fn the_element_wise_family_matches_the_cpu_reference() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let mut configs = Vec::new();
+    for (n, m) in [(1, 8), (4, 32), (8, 32), (16, 32), (4, 4)] {
+        let nm = NmPattern::new(n, m).unwrap();
+        for layout in ALayout::ALL {
+            for shape in EW_SHAPES {
+                for split_k in [1, 3, 4] {
+                    let base = KernelConfig::element_wise(layout, shape, nm);
+                    let cfg = KernelConfig { split_k, ..base };
+                    if validate::validate(&cfg, gpu.profile()).is_ok() {
+                        configs.push(cfg);
+                    }
+                }
+            }
+        }
+    }
+    let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
+    let built = build_all(&configs, &gpu.profile().arch(), &cache);
+    let (mut failures, mut checked) = (Vec::new(), 0);
+    for cfg in &configs {
+        let b = match &built[&compile_key(cfg).name()] {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(format!("{}: build failed: {e}", cfg.name()));
+                continue;
+            }
+        };
+        let kernel = LoadedKernel::load(&gpu, *cfg, &b.source, &b.compiled.cubin).unwrap();
+        let row = cfg.a_layout() == ALayout::RowMajor;
+        let window = cfg.nm.m as usize;
+        // (m, n, k in windows): one row; ragged m and n with an odd number of windows; whole
+        // tiles of every block shape with k a multiple of four windows.
+        let shapes = [
+            (if row { 1 } else { 4 }, 68, 3),
+            (if row { 301 } else { 300 }, 196, 11),
+            (512, 256, 8),
+        ];
+        for (i, (m, n, windows)) in shapes.into_iter().enumerate() {
+            let k = windows * window.max(8);
+            let problem = nmtune::problem::Problem::new(m, n, k, cfg.nm, 1)
+                .and_then(|p| p.with_layout(cfg.a_layout()))
+                .unwrap();
+            if validate::validate_for_problem(cfg, &problem).is_err() {
+                continue; // split-K above the stages of a short k
+            }
+            let err = error_of(&gpu, &kernel, (m, n, k), 100 + i as u64);
+            checked += 1;
+            if err.is_nan() || err >= BOUND {
+                failures.push(format!(
+                    "{} at {:?}: rel error {err:.3e}",
+                    cfg.name(),
+                    (m, n, k)
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "element-wise GPU correctness: {} configurations, {checked} (config, shape) pairs checked, {} failed",
+        configs.len(),
+        failures.len()
+    );
+    assert!(checked > configs.len(), "too few pairs checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

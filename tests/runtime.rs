@@ -628,7 +628,7 @@ fn dense_from_buffers(w: &PreparedWeight, cfg: &KernelConfig) -> Vec<f32> {
     let mut dense = vec![0.0; k * n];
     for u in 0..k / window * keep {
         for j in 0..q {
-            let slot = bufs.indices[u * q + j] as usize;
+            let slot = bufs.indices.get(u * q + j).unwrap();
             let row = match &bufs.col_info {
                 None => u / keep * window + slot,
                 Some(info) => {

@@ -35,6 +35,13 @@ pub enum ACopy {
     DirectRow,
     /// The decode family on column-major A: a kept row's m_s values of A are contiguous.
     DirectCol,
+    /// The element-wise family (L = 1) on column-major A: a k-row of the A tile is a
+    /// contiguous 16-byte `cp.async` copy, as `Col16`'s.
+    EwCol,
+    /// The element-wise family on row-major A: a first kernel writes A column-major into the
+    /// workspace (as `Transposed` does, with the columns' padding zeroed, so every m runs),
+    /// then the `EwCol` main loop runs on that copy. Its timings include the pass.
+    EwTrans,
 }
 
 /// The kernel templates: which one renders a configuration follows from its A path.
@@ -46,15 +53,21 @@ pub enum Family {
     /// Few rows of C, the weight streamed once at memory bandwidth:
     /// `templates/nm_spmm_decode.cu.tera`.
     Decode,
+    /// Element-wise N:M (L = 1): every column has its own kept rows, so every FMA reads its
+    /// own A value from the shared-memory tile: `templates/nm_spmm_ew.cu.tera`.
+    Ew,
 }
 
 impl Family {
     /// The families whose kernels may serve `problem`, so the ones the tuner tries for it:
-    /// the decode family only for decode-sized problems (m ≤ `DECODE_MAX_M`). A problem's
-    /// rows are valid while these families' templates are unchanged
-    /// ([`crate::codegen::templates_checksum`]).
+    /// the element-wise family alone for L = 1 (neither other family reads one index per
+    /// column), else the tiled family, and the decode family too for decode-sized problems
+    /// (m ≤ `DECODE_MAX_M`). A problem's rows are valid while these families' templates are
+    /// unchanged ([`crate::codegen::templates_checksum`]).
     pub fn serving(problem: &Problem) -> &'static [Family] {
-        if problem.is_decode() {
+        if problem.is_element_wise() {
+            &[Family::Ew]
+        } else if problem.is_decode() {
             &[Family::Tiled, Family::Decode]
         } else {
             &[Family::Tiled]
@@ -64,7 +77,7 @@ impl Family {
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 7] = [
+    pub const ALL: [ACopy; 9] = [
         ACopy::Col16,
         ACopy::Row4,
         ACopy::Row16,
@@ -72,12 +85,15 @@ impl ACopy {
         ACopy::Transposed,
         ACopy::DirectRow,
         ACopy::DirectCol,
+        ACopy::EwCol,
+        ACopy::EwTrans,
     ];
 
     /// The template family a kernel with this path belongs to.
     pub fn family(&self) -> Family {
         match self {
             ACopy::DirectRow | ACopy::DirectCol => Family::Decode,
+            ACopy::EwCol | ACopy::EwTrans => Family::Ew,
             _ => Family::Tiled,
         }
     }
@@ -90,17 +106,20 @@ impl ACopy {
     /// The A layout a kernel with this copy path takes.
     pub fn layout(&self) -> ALayout {
         match self {
-            ACopy::Col16 | ACopy::DirectCol => ALayout::ColMajor,
-            ACopy::Row4 | ACopy::Row16 | ACopy::RowK | ACopy::Transposed | ACopy::DirectRow => {
-                ALayout::RowMajor
-            }
+            ACopy::Col16 | ACopy::DirectCol | ACopy::EwCol => ALayout::ColMajor,
+            ACopy::Row4
+            | ACopy::Row16
+            | ACopy::RowK
+            | ACopy::Transposed
+            | ACopy::DirectRow
+            | ACopy::EwTrans => ALayout::RowMajor,
         }
     }
 
     /// Whether a transposing pass turns row-major A into a column-major workspace copy
     /// before the main kernel, which then copies its tiles as `Col16` does.
     pub fn transposes_a(&self) -> bool {
-        *self == ACopy::Transposed
+        matches!(self, ACopy::Transposed | ACopy::EwTrans)
     }
 
     /// Whether the A tile in shared memory keeps A's rows k-contiguous (`RowK`) instead of
@@ -114,8 +133,8 @@ impl ACopy {
         Self::ALL.into_iter().filter(move |c| c.layout() == layout)
     }
 
-    /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`, and the decode
-    /// family's `drow`, `dcol`.
+    /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`, the decode
+    /// family's `drow`, `dcol`, and the element-wise family's `ewcol`, `ewtrans`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
@@ -125,6 +144,8 @@ impl ACopy {
             ACopy::Transposed => "atrans",
             ACopy::DirectRow => "drow",
             ACopy::DirectCol => "dcol",
+            ACopy::EwCol => "ewcol",
+            ACopy::EwTrans => "ewtrans",
         }
     }
 
@@ -134,10 +155,15 @@ impl ACopy {
 
     /// The number the template's `A_COPY` constant takes: the path that fills the main
     /// loop's A tiles (`Transposed` reads its column-major copy as `Col16`).
-    /// (The decode family's template has no A tile: 0.)
+    /// (The decode and element-wise templates have no such constant: 0.)
     pub fn template_id(&self) -> u32 {
         match self {
-            ACopy::Col16 | ACopy::Transposed | ACopy::DirectRow | ACopy::DirectCol => 0,
+            ACopy::Col16
+            | ACopy::Transposed
+            | ACopy::DirectRow
+            | ACopy::DirectCol
+            | ACopy::EwCol
+            | ACopy::EwTrans => 0,
             ACopy::Row4 => 1,
             ACopy::Row16 => 2,
             ACopy::RowK => 3,
@@ -166,6 +192,12 @@ impl WarpLayout {
 /// rows of C per block (m_t = m_s), n_s columns per block, n_t columns per lane (4 or 8:
 /// one or two 16-byte loads of a B' row), k_s B' rows per lane in flight per step, `warp` =
 /// warps × 1 (the warps share the block's B' rows), one stage, no packing, min_blocks 1.
+///
+/// The element-wise family (`a_copy` `EwCol` / `EwTrans`, L = 1) reads them as: m_t = 4 or 8
+/// rows of C per lane (one or two 16-byte A loads, 128 rows apart), m_s = 32·m_t rows per
+/// block, n_t columns per warp (every lane of a warp has the same ones), `warp` = warps × 1,
+/// n_s = n_t·warps, k_s = the k rows of the pruning windows one ring stage holds (a multiple
+/// of M), no packing; stages, min_blocks and split_k as in the tiled family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(from = "StoredConfig")]
 pub struct KernelConfig {
@@ -236,6 +268,29 @@ impl KernelConfig {
         }
     }
 
+    /// An element-wise configuration for A in `layout` ([`EwShape`]), L = 1, split-K 1. Not
+    /// validated.
+    pub fn element_wise(layout: ALayout, shape: EwShape, nm: NmPattern) -> Self {
+        Self {
+            a_copy: match layout {
+                ALayout::RowMajor => ACopy::EwTrans,
+                ALayout::ColMajor => ACopy::EwCol,
+            },
+            m_s: EW_WARP_ROWS_PER_LANE_ROW.saturating_mul(shape.m_t),
+            n_s: shape.n_t.saturating_mul(shape.warps),
+            k_s: nm.m.saturating_mul(shape.windows),
+            m_t: shape.m_t,
+            n_t: shape.n_t,
+            warp: WarpLayout::new(shape.warps, 1),
+            nm,
+            l: crate::problem::ELEMENT_WISE_L as u32,
+            packing: false,
+            stages: shape.stages,
+            min_blocks: shape.min_blocks,
+            split_k: 1,
+        }
+    }
+
     /// The A layout this kernel takes.
     pub fn a_layout(&self) -> ALayout {
         self.a_copy.layout()
@@ -264,13 +319,13 @@ impl KernelConfig {
         self.a_copy.family()
     }
 
-    /// Threads per block: (m_s/m_t)·(n_s/n_t); decode: 32 per warp.
+    /// Threads per block: (m_s/m_t)·(n_s/n_t); decode and element-wise: 32 per warp.
     pub fn threads(&self) -> u32 {
         match self.family() {
             Family::Tiled => {
                 (self.m_s / self.m_t.max(1)).saturating_mul(self.n_s / self.n_t.max(1))
             }
-            Family::Decode => 32u32
+            Family::Decode | Family::Ew => 32u32
                 .saturating_mul(self.warp.rows)
                 .saturating_mul(self.warp.cols),
         }
@@ -296,7 +351,7 @@ impl KernelConfig {
     /// banks.
     pub fn a_stride(&self) -> u32 {
         match self.a_copy {
-            ACopy::Col16 | ACopy::Transposed => self.m_s,
+            ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => self.m_s,
             ACopy::DirectRow | ACopy::DirectCol => 0,
             ACopy::Row4 | ACopy::Row16 => self.m_s.saturating_add(4),
             ACopy::RowK => self.k_s.saturating_add(4),
@@ -310,9 +365,12 @@ impl KernelConfig {
     }
 
     /// Floats of one pipeline stage: A_s, B_s and D_s (none when dense), padded to 16 bytes.
+    /// The element-wise family's D_s holds one byte per element of B_s.
     pub fn stage_floats(&self) -> u32 {
         let d = if self.is_dense() {
             0
+        } else if self.family() == Family::Ew {
+            self.w_s().saturating_mul(self.n_s).div_ceil(4)
         } else {
             self.q_s().saturating_mul(self.d_row())
         };
@@ -326,7 +384,7 @@ impl KernelConfig {
     /// Decode: the warps' partial sums, warps·m_s·n_s floats, added in a fixed order.
     pub fn smem_bytes(&self) -> u32 {
         match self.family() {
-            Family::Tiled => 4u32
+            Family::Tiled | Family::Ew => 4u32
                 .saturating_mul(self.stage_floats())
                 .saturating_mul(self.stages),
             Family::Decode => (self.threads() / 32)
@@ -478,6 +536,25 @@ impl fmt::Display for KernelConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
     }
+}
+
+/// Rows of C an element-wise block holds per row of a lane: its 32 lanes take consecutive
+/// rows, so a lane's m_t rows are m_t/4 runs of 4, 128 rows apart, and m_s = 32·m_t.
+pub const EW_WARP_ROWS_PER_LANE_ROW: u32 = 32;
+
+/// The block shape of an element-wise configuration ([`KernelConfig::element_wise`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EwShape {
+    /// Rows of C per lane (4 or 8).
+    pub m_t: u32,
+    /// Columns of C per warp.
+    pub n_t: u32,
+    /// Warps per block, side by side along n.
+    pub warps: u32,
+    /// Pruning windows (M rows of k each) per ring stage.
+    pub windows: u32,
+    pub stages: u32,
+    pub min_blocks: u32,
 }
 
 /// `x` rounded up to a multiple of 4 (16 bytes of floats or ints), saturating.

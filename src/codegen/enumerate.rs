@@ -1,15 +1,18 @@
 //! The configuration space of one sparsity pattern on one GPU.
 //!
-//! [`search_space`] lists every configuration the tuner may time, both families; [`compile_set`] the
+//! [`search_space`] lists every configuration the tuner may time, every family; [`compile_set`] the
 //! distinct kernels behind them (split-K is a run-time argument of the kernel, so
 //! configurations that differ only in `split_k` share one compiled kernel, see
 //! [`compile_key`]).
 
 use super::render::compile_key;
-use super::validate::{validate, DECODE_LANE_COLUMNS, MIN_BLOCKS, SPLIT_K_VALUES, STAGES};
-use super::{ACopy, KernelConfig, WarpLayout};
+use super::validate::{
+    validate, DECODE_LANE_COLUMNS, EW_LANE_ROWS, EW_WARP_COLUMNS, MIN_BLOCKS, SPLIT_K_VALUES,
+    STAGES,
+};
+use super::{ACopy, EwShape, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{ALayout, NmPattern};
+use crate::problem::{is_element_wise, ALayout, NmPattern};
 use std::collections::BTreeSet;
 
 /// Block tile sizes along m and n.
@@ -42,6 +45,11 @@ pub const DECODE_WARPS: [u32; 3] = [8, 16, 32];
 /// Decode family: split-K factors (a second kernel adds the slices).
 pub const DECODE_SPLITS: [u32; 3] = [1, 2, 4];
 
+/// Element-wise family: warps per block.
+pub const EW_WARPS: [u32; 3] = [2, 4, 8];
+/// Element-wise family: pruning windows per ring stage.
+pub const EW_WINDOWS: [u32; 3] = [1, 2, 4];
+
 /// k_s candidates for window M: M·2^i up to [`MAX_K_S`], ascending, without those below
 /// [`MIN_USEFUL_K_S`] unless nothing else exists.
 pub fn k_s_ladder(m: u32) -> Vec<u32> {
@@ -63,8 +71,12 @@ pub fn k_s_ladder(m: u32) -> Vec<u32> {
 /// Every valid configuration for pattern `nm`, vector length `l` and A layout `layout` on
 /// `gpu`: the product of the parameter lists above, filtered by [`validate`], with the
 /// [`K_S_CHOICES`] largest fitting k_s for each combination of the other parameters. Sorted
-/// and free of duplicates.
+/// and free of duplicates. Element-wise N:M (L = 1) has its own family and only it: neither
+/// other family runs L = 1.
 pub fn search_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    if is_element_wise(l as usize) {
+        return ew_space(nm, layout, gpu);
+    }
     let mut configs = decode_space(nm, l, layout, gpu);
     for base in base_configs(nm, l, layout) {
         for k_s in fitting_k_s(&base, gpu) {
@@ -169,5 +181,41 @@ fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec
             }
         }
     }
+    out
+}
+
+/// Every valid element-wise configuration for `nm` and `layout` on `gpu`: the product of the
+/// `EW_*` lists with the ring depths, `min_blocks` values and split-K factors of the tiled
+/// family. Sorted.
+fn ew_space(nm: NmPattern, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let mut out = Vec::new();
+    for m_t in EW_LANE_ROWS {
+        for n_t in EW_WARP_COLUMNS {
+            for warps in EW_WARPS {
+                for windows in EW_WINDOWS {
+                    for stages in STAGES {
+                        for min_blocks in MIN_BLOCKS {
+                            let shape = EwShape {
+                                m_t,
+                                n_t,
+                                warps,
+                                windows,
+                                stages,
+                                min_blocks,
+                            };
+                            let base = KernelConfig::element_wise(layout, shape, nm);
+                            out.extend(
+                                SPLIT_K_VALUES
+                                    .iter()
+                                    .map(|&split_k| KernelConfig { split_k, ..base })
+                                    .filter(|cfg| validate(cfg, gpu).is_ok()),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out.sort();
     out
 }

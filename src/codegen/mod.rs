@@ -26,6 +26,20 @@
 //! grid = (ceil(m·n / 4 / 256), 1, 1), block = (256, 1, 1), no shared memory.
 //! ```
 //!
+//! Kernels that transpose A first (`atrans`, `ewtrans`) take the workspace's column-major
+//! copy of A as their `A` (columns `transposed_lda(m)` floats apart), made by
+//! `<name>_transpose(const float* A, float* At, int m, int k)`, grid = (ceil(k/32),
+//! ceil(m/32), 1), block = (32, 8, 1); the partial sums follow the copy in the workspace.
+//!
+//! The element-wise family (L = 1, [`Family::Ew`]) reads D as bytes and has no col_info:
+//!
+//! ```text
+//! extern "C" __global__ void <name>(
+//!     const float* A, const float* B,
+//!     const unsigned char* D,  // w×n u8: window position of kept row u of column j
+//!     float* C, float* workspace, int m, int n, int k, float alpha, float beta)
+//! ```
+//!
 //! `beta == 0` never reads C (it may hold NaN), as in BLAS.
 
 mod config;
@@ -35,7 +49,7 @@ pub mod nvrtc;
 pub mod render;
 pub mod validate;
 
-pub use config::{ACopy, Family, KernelConfig, WarpLayout};
+pub use config::{ACopy, EwShape, Family, KernelConfig, WarpLayout};
 pub use config_fields::ConfigFields;
 pub use enumerate::{compile_set, search_space};
 pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, CompiledKernel};

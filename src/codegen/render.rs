@@ -33,6 +33,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         "split_k_reduce.cu.tera",
         include_str!("../../templates/split_k_reduce.cu.tera"),
     ),
+    (
+        "nm_spmm_ew.cu.tera",
+        include_str!("../../templates/nm_spmm_ew.cu.tera"),
+    ),
 ];
 
 /// The entry template of a family.
@@ -40,6 +44,7 @@ fn main_template(family: Family) -> &'static str {
     match family {
         Family::Tiled => "nm_spmm.cu.tera",
         Family::Decode => "nm_spmm_decode.cu.tera",
+        Family::Ew => "nm_spmm_ew.cu.tera",
     }
 }
 
@@ -84,12 +89,15 @@ fn checksum_of(families: &[Family]) -> String {
 /// The checksum of the templates that may serve `problem` ([`Family::serving`]), computed
 /// once per set. A tuning-database row is current while it matches: a change to the decode
 /// template leaves the rows of problems above m = 16 valid, and a family added for a new
-/// kind of problem leaves every existing row valid.
+/// kind of problem (the element-wise family, for L = 1) leaves every existing row valid.
 pub fn templates_checksum(problem: &Problem) -> &'static str {
     static LARGE_M: OnceLock<String> = OnceLock::new();
     static DECODE: OnceLock<String> = OnceLock::new();
+    static ELEMENT_WISE: OnceLock<String> = OnceLock::new();
     let families = Family::serving(problem);
-    let cell = if families.contains(&Family::Decode) {
+    let cell = if families.contains(&Family::Ew) {
+        &ELEMENT_WISE
+    } else if families.contains(&Family::Decode) {
         &DECODE
     } else {
         &LARGE_M
@@ -102,9 +110,11 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
 pub fn family_checksum(family: Family) -> &'static str {
     static TILED: OnceLock<String> = OnceLock::new();
     static DECODE: OnceLock<String> = OnceLock::new();
+    static ELEMENT_WISE: OnceLock<String> = OnceLock::new();
     let cell = match family {
         Family::Tiled => &TILED,
         Family::Decode => &DECODE,
+        Family::Ew => &ELEMENT_WISE,
     };
     cell.get_or_init(|| checksum_of(&[family]))
 }
@@ -132,6 +142,7 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
     let context = match cfg.family() {
         Family::Tiled => template_context(cfg, name),
         Family::Decode => decode_context(cfg, name),
+        Family::Ew => ew_context(cfg, name),
     };
     tera.render(main_template(cfg.family()), &context)
         .map_err(|e| CodegenError::Template(describe(&e)))
@@ -183,6 +194,25 @@ fn decode_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("l", &cfg.l);
     let a_col = cfg.a_layout() == crate::problem::ALayout::ColMajor;
     ctx.insert("a_col", if a_col { "true" } else { "false" });
+    ctx
+}
+
+fn ew_context(cfg: &KernelConfig, name: &str) -> tera::Context {
+    let mut ctx = tera::Context::new();
+    ctx.insert("name", name);
+    ctx.insert("checksum", family_checksum(cfg.family()));
+    ctx.insert("m_t", &cfg.m_t);
+    ctx.insert("n_t", &cfg.n_t);
+    ctx.insert("warps", &cfg.warp.rows);
+    ctx.insert("k_s", &cfg.k_s);
+    ctx.insert("n", &cfg.nm.n);
+    ctx.insert("m", &cfg.nm.m);
+    ctx.insert("stages", &cfg.stages);
+    ctx.insert("min_blocks", &cfg.min_blocks);
+    ctx.insert("stage_floats", &cfg.stage_floats());
+    ctx.insert("window_unroll", &validate::ew_window_unroll(cfg));
+    ctx.insert("transposes_a", &cfg.a_copy.transposes_a());
+    ctx.insert("at_align", &super::config::TRANSPOSED_ALIGN_FLOATS);
     ctx
 }
 

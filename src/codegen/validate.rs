@@ -1,16 +1,18 @@
 //! Which configurations the kernel template supports, and which fit a GPU and a problem.
 //!
 //! Every rule here mirrors an assumption of `templates/nm_spmm.cu.tera` or, for the decode
-//! family, `templates/nm_spmm_decode.cu.tera` (most are repeated there as `static_assert`s). A broken rule is reported as
+//! family, `templates/nm_spmm_decode.cu.tera`, or for the element-wise family
+//! `templates/nm_spmm_ew.cu.tera` (most are repeated there as `static_assert`s). A broken rule is reported as
 //! [`CodegenError::Rejected`] with a reason a human can act on; the first broken rule wins.
 //!
 //! Copy mappings need no divisibility rule of their own: every operand moves with
 //! `gcd(vectors per row, threads)` threads along a row and the rest of the block along the
 //! other dimension, and a last, partial pass is predicated at compile time.
 
+use super::config::EW_WARP_ROWS_PER_LANE_ROW;
 use super::{ACopy, CodegenError, Family, KernelConfig};
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{NmPattern, Problem, DECODE_MAX_M};
+use crate::problem::{NmPattern, Problem, DECODE_MAX_M, ELEMENT_WISE_L};
 
 /// Largest m_s, n_s and k_s the template is tuned for.
 pub const MAX_TILE: u32 = 256;
@@ -46,6 +48,24 @@ pub const DECODE_MAX_UNROLL: u32 = 16;
 /// Decode family: warps per block, at most.
 pub const DECODE_MAX_WARPS: u32 = 32;
 
+/// Element-wise family: rows of C per lane (m_t), one or two 16-byte A loads per column.
+pub const EW_LANE_ROWS: [u32; 2] = [4, 8];
+/// Element-wise family: columns of C per warp (n_t), whole 16-byte B' loads.
+pub const EW_WARP_COLUMNS: [u32; 3] = [4, 8, 16];
+/// Element-wise family: warps per block, at most.
+pub const EW_MAX_WARPS: u32 = 16;
+/// Element-wise family: pruning windows per ring stage (k_s / M), at most.
+pub const EW_MAX_WINDOWS: u32 = 4;
+/// Element-wise family: the N kept rows of a window are always unrolled, and past this many
+/// FMAs (N·m_t·n_t) ptxas hoists so many loads that it spills and takes minutes (NVRTC 13:
+/// 4096 FMAs, 58 s and 3 KB spilled; 2048 at 16:32, m_t = 8, n_t = 16: 254 registers, none).
+pub const EW_MAX_WINDOW_FMAS: u32 = 2048;
+/// Element-wise family: a stage whose windows hold at most this many FMAs in all is unrolled
+/// whole (loads of the next window overlap the last FMAs of the one before); a larger one
+/// loops over its windows (4:32 with m_t = 4, n_t = 16 and two windows already spilled
+/// 1.4 KB unrolled whole, at 2048 FMAs).
+pub const EW_STAGE_UNROLL_FMAS: u32 = 1024;
+
 type Rule = Result<(), String>;
 
 fn rule(ok: bool, reason: impl FnOnce() -> String) -> Rule {
@@ -71,12 +91,17 @@ pub fn validate(cfg: &KernelConfig, gpu: &GpuProfile) -> Result<(), CodegenError
 
 /// The rules that hold on any GPU: what the template can be rendered and compiled for.
 pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
-    if cfg.family() == Family::Decode {
-        return pattern_rules(cfg)
+    match cfg.family() {
+        Family::Tiled => tiled_rules(cfg),
+        Family::Decode => pattern_rules(cfg)
             .and_then(|_| decode_rules(cfg))
-            .and_then(|_| register_rules(cfg))
-            .map_err(|reason| rejected(cfg, reason));
+            .and_then(|_| register_rules(cfg)),
+        Family::Ew => ew_rules(cfg).and_then(|_| register_rules(cfg)),
     }
+    .map_err(|reason| rejected(cfg, reason))
+}
+
+fn tiled_rules(cfg: &KernelConfig) -> Rule {
     pattern_rules(cfg)
         .and_then(|_| block_tile_rules(cfg))
         .and_then(|_| thread_tile_rules(cfg))
@@ -85,14 +110,15 @@ pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
         .and_then(|_| pipeline_rules(cfg))
         .and_then(|_| unroll_rules(cfg))
         .and_then(|_| register_rules(cfg))
-        .map_err(|reason| rejected(cfg, reason))
 }
 
 /// The m a configuration's kernel needs a multiple of: 4 where A is copied column-major 16
 /// bytes at a time (column-major A, and the `Transposed` path's column-major copy), else 1.
-/// (Column-major problems need it anyway: [`Problem::with_layout`].)
+/// (Column-major problems need it anyway: [`Problem::with_layout`].) The element-wise
+/// family's transposed copy zeroes its columns' padding, so its 16-byte copies of the last
+/// rows read zeros past m: every m runs.
 pub fn m_multiple(cfg: &KernelConfig) -> usize {
-    if cfg.a_copy.transposes_a() {
+    if cfg.a_copy == ACopy::Transposed {
         4
     } else {
         1
@@ -136,9 +162,19 @@ pub fn fragment_buffers(cfg: &KernelConfig) -> u32 {
 /// in registers by the `Row16` path, the prefetched col_info entries of packing kernels,
 /// and a fixed overhead for addresses and counters. ptxas's report is the final word.
 pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
-    if cfg.family() == Family::Decode {
+    match cfg.family() {
         // Accumulators, the k_s rows of B' in flight with their indices, overhead.
-        return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + 1) + REGISTER_OVERHEAD;
+        Family::Decode => return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + 1) + REGISTER_OVERHEAD,
+        // Accumulators; two columns' operands in flight (m_t of A, a float4 of B', the index
+        // word), overhead.
+        Family::Ew => {
+            return cfg
+                .m_t
+                .saturating_mul(cfg.n_t)
+                .saturating_add(2 * cfg.m_t.saturating_add(5))
+                .saturating_add(REGISTER_OVERHEAD)
+        }
+        Family::Tiled => {}
     }
     let groups = index_groups(cfg);
     let fragments = fragment_buffers(cfg) * (groups * cfg.m_t + cfg.n_t);
@@ -174,7 +210,8 @@ pub struct CopyMaps {
     pub a_units: u32,
     /// B': 16-byte copies per thread.
     pub b_vecs: u32,
-    /// D: 4-byte copies per thread (0 when dense).
+    /// D: 4-byte copies per thread (0 when dense; the element-wise family's carry four u8
+    /// indices each).
     pub d_elems: u32,
 }
 
@@ -184,7 +221,7 @@ impl CopyMaps {
         let a_rows = cfg.a_rows();
         let a_units = match cfg.a_copy {
             ACopy::DirectRow | ACopy::DirectCol => 0,
-            ACopy::Col16 | ACopy::Transposed => {
+            ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => {
                 let per_column = (cfg.m_s / 4).max(1);
                 let along = gcd(per_column, threads);
                 (per_column / along) * a_rows.div_ceil(threads / along)
@@ -202,10 +239,14 @@ impl CopyMaps {
         };
         let b_per_row = (cfg.n_s / 4).max(1);
         let b_along = gcd(b_per_row, threads);
+        let d_words = match cfg.family() {
+            Family::Ew => cfg.w_s().saturating_mul(cfg.n_s).div_ceil(4),
+            _ => cfg.w_s().saturating_mul(cfg.q_s()),
+        };
         let d_elems = if cfg.is_dense() {
             0
         } else {
-            (cfg.w_s() * cfg.q_s()).div_ceil(threads)
+            d_words.div_ceil(threads)
         };
         Self {
             a_units,
@@ -227,7 +268,7 @@ fn pattern_rules(cfg: &KernelConfig) -> Rule {
     NmPattern::new(cfg.nm.n, cfg.nm.m).map_err(|e| e.to_string())?;
     let l = cfg.l;
     rule((4..=128).contains(&l) && l % 4 == 0, || {
-        format!("L={l} must be a multiple of 4 between 4 and 128 (B' and C are accessed as float4, so n must be a multiple of 4)")
+        format!("L={l} must be a multiple of 4 between 4 and 128 (B' and C are accessed as float4, so n must be a multiple of 4), or 1 for the element-wise kernels")
     })?;
     rule(!cfg.packing || cfg.nm.n < cfg.nm.m, || {
         format!(
@@ -310,9 +351,13 @@ fn group_rules(cfg: &KernelConfig) -> Rule {
 fn copy_rules(cfg: &KernelConfig) -> Rule {
     let path = cfg.a_copy.token();
     match cfg.a_copy {
-        ACopy::Col16 | ACopy::Row4 | ACopy::Transposed | ACopy::DirectRow | ACopy::DirectCol => {
-            Ok(())
-        }
+        ACopy::Col16
+        | ACopy::Row4
+        | ACopy::Transposed
+        | ACopy::DirectRow
+        | ACopy::DirectCol
+        | ACopy::EwCol
+        | ACopy::EwTrans => Ok(()),
         ACopy::Row16 | ACopy::RowK => {
             rule(!cfg.packing, || {
                 format!("the {path} path copies whole k_s windows 16 bytes of a row at a time; packing gathers columns one by one (use arow4)")
@@ -415,6 +460,68 @@ fn decode_rules(cfg: &KernelConfig) -> Rule {
     rule(SPLIT_K_VALUES.contains(&split_k), || {
         format!("split_k={split_k} must be one of {SPLIT_K_VALUES:?}")
     })
+}
+
+/// The element-wise template's shape: L = 1; 32 lanes × m_t rows by n_t columns per warp,
+/// warps side by side along n; whole pruning windows per stage; the tiled family's ring,
+/// min_blocks and split-K.
+fn ew_rules(cfg: &KernelConfig) -> Rule {
+    NmPattern::new(cfg.nm.n, cfg.nm.m).map_err(|e| e.to_string())?;
+    let (m_s, n_s, k_s, m_t, n_t, l) = (cfg.m_s, cfg.n_s, cfg.k_s, cfg.m_t, cfg.n_t, cfg.l);
+    rule(l as usize == ELEMENT_WISE_L, || {
+        format!("element-wise kernels (ewcol, ewtrans) serve L = {ELEMENT_WISE_L} only, not L={l}")
+    })?;
+    rule(
+        EW_LANE_ROWS.contains(&m_t) && m_s == EW_WARP_ROWS_PER_LANE_ROW * m_t,
+        || {
+            format!("element-wise kernels give a lane m_t = 4 or 8 rows and a block m_s = 32·m_t, not m_s={m_s}, m_t={m_t}")
+        },
+    )?;
+    rule(EW_WARP_COLUMNS.contains(&n_t), || {
+        format!("element-wise kernels give a warp n_t = 4, 8 or 16 columns (16-byte B' loads), not {n_t}")
+    })?;
+    let warps = cfg.warp.rows;
+    rule(
+        cfg.warp.cols == 1 && (1..=EW_MAX_WARPS).contains(&warps),
+        || {
+            format!(
+                "element-wise kernels arrange 1 to {EW_MAX_WARPS} warps as w<warps>x1, not w{warps}x{}",
+                cfg.warp.cols
+            )
+        },
+    )?;
+    rule(n_s == n_t.saturating_mul(warps), || {
+        format!(
+            "element-wise kernels need n_s = n_t·warps = {}, not n_s={n_s}",
+            n_t.saturating_mul(warps)
+        )
+    })?;
+    let m = cfg.nm.m;
+    rule(
+        k_s >= m && k_s % m == 0 && k_s / m <= EW_MAX_WINDOWS,
+        || {
+            format!("element-wise kernels stage 1 to {EW_MAX_WINDOWS} whole pruning windows: k_s={k_s} must be M={m} times 1 to {EW_MAX_WINDOWS}")
+        },
+    )?;
+    rule(!cfg.packing, || {
+        "element-wise kernels have no packing (every column keeps its own rows)".to_string()
+    })?;
+    pipeline_rules(cfg)?;
+    let fmas = cfg.nm.n.saturating_mul(m_t).saturating_mul(n_t);
+    rule(fmas <= EW_MAX_WINDOW_FMAS, || {
+        format!("N·m_t·n_t = {fmas} FMAs per unrolled pruning window exceed {EW_MAX_WINDOW_FMAS} (a smaller m_t or n_t)")
+    })
+}
+
+/// Pruning windows of an element-wise stage unrolled together: all of them up to
+/// [`EW_STAGE_UNROLL_FMAS`], else one at a time.
+pub fn ew_window_unroll(cfg: &KernelConfig) -> u32 {
+    let fmas = cfg.w_s().saturating_mul(cfg.m_t).saturating_mul(cfg.n_t);
+    if fmas <= EW_STAGE_UNROLL_FMAS {
+        (cfg.k_s / cfg.nm.m.max(1)).max(1)
+    } else {
+        1
+    }
 }
 
 fn gpu_rules(cfg: &KernelConfig, gpu: &GpuProfile) -> Rule {

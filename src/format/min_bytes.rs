@@ -2,15 +2,26 @@
 //! between DRAM and the SMs, whatever its tiling. The report's `min_bytes` and achieved
 //! bandwidth, and the roofline's DRAM intensity, are read off this one rule.
 
-use super::DeviceIndex;
-use crate::problem::Problem;
+use super::{DeviceIndex, ElementWiseIndex};
+use crate::problem::{is_element_wise, Problem};
 
 /// Bytes of one element of A, B' and C: every operand is FP32.
 const FLOAT_BYTES: u64 = std::mem::size_of::<f32>() as u64;
 
-/// Bytes of one element of D as the kernels read it ([`DeviceIndex`]): the u8 window positions
-/// of [`super::CompressedWeight`] are widened before they are uploaded.
+/// Bytes of one element of D as the tiled and decode families read it ([`DeviceIndex`]): the
+/// u8 window positions of [`super::CompressedWeight`] are widened before they are uploaded.
 pub const DEVICE_INDEX_BYTES: u64 = std::mem::size_of::<DeviceIndex>() as u64;
+
+/// Bytes of one element of D on the device for vector length `l`: [`DEVICE_INDEX_BYTES`],
+/// except for element-wise N:M (L = 1), whose kernels read the u8 positions as stored
+/// ([`ElementWiseIndex`]).
+pub fn device_index_bytes(l: usize) -> u64 {
+    if is_element_wise(l) {
+        std::mem::size_of::<ElementWiseIndex>() as u64
+    } else {
+        DEVICE_INDEX_BYTES
+    }
+}
 
 /// The bytes each operand of one product must cross DRAM at least: B', D and A read once, C
 /// written once. C is not read (the kernels run with beta = 0), col_info is left out (a few
@@ -20,7 +31,8 @@ pub const DEVICE_INDEX_BYTES: u64 = std::mem::size_of::<DeviceIndex>() as u64;
 pub struct MinBytes {
     /// B': w×n floats, w = k·N/M.
     pub values: u64,
-    /// D: w×q indices, q = n/L; none when N = M (dense kernels read no indices).
+    /// D: w×q indices, q = n/L, of [`device_index_bytes`] each; none when N = M (dense
+    /// kernels read no indices).
     pub indices: u64,
     /// A: m×k floats.
     pub a: u64,
@@ -35,7 +47,7 @@ impl MinBytes {
         let index_count = if problem.nm.is_dense() { 0 } else { w * q };
         Self {
             values: w * n * FLOAT_BYTES,
-            indices: index_count * DEVICE_INDEX_BYTES,
+            indices: index_count * device_index_bytes(problem.l),
             a: m * k * FLOAT_BYTES,
             c: m * n * FLOAT_BYTES,
         }
@@ -74,13 +86,13 @@ mod tests {
     }
 
     #[test]
-    fn element_wise_indices_are_as_large_as_b_prime() {
-        // L = 1: q = n, so D holds as many 4-byte entries as B' holds floats.
+    fn element_wise_indices_are_a_byte_per_element_of_b_prime() {
+        // L = 1: q = n, so D holds as many entries as B' holds floats, read as bytes.
         let b = bytes(16, 11008, 4096, (4, 32), 1);
         assert_eq!(b.values, 22_544_384);
-        assert_eq!(b.indices, b.values);
+        assert_eq!(b.indices, b.values / 4);
         assert_eq!((b.a, b.c), (262_144, 704_512));
-        assert_eq!(b.total(), 46_055_424);
+        assert_eq!(b.total(), 29_147_136);
     }
 
     #[test]

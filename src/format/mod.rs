@@ -16,12 +16,19 @@ mod prune;
 
 pub use col_info::build_col_info;
 pub use compress::{compress_pruned, decompress, try_decompress};
-pub use min_bytes::{MinBytes, DEVICE_INDEX_BYTES};
+pub use min_bytes::{device_index_bytes, MinBytes, DEVICE_INDEX_BYTES};
 pub use prune::{decompress_nk, padded_shape, prune_and_compress, prune_and_compress_nk};
 
-/// One element of D as the kernels read it: [`CompressedWeight::indices_i32`] widens the u8
-/// window positions to this type before they are uploaded.
+/// One element of D as the tiled and decode families read it:
+/// [`CompressedWeight::indices_i32`] widens the u8 window positions to this type before they
+/// are uploaded.
 pub type DeviceIndex = i32;
+
+/// One element of D as the element-wise family (L = 1) reads it: the u8 window positions as
+/// they are stored ([`CompressedWeight::indices`]), uploaded unchanged. At L = 1 D has as
+/// many elements as B', so a byte instead of four is a fifth of the weight's bytes instead of
+/// half.
+pub type ElementWiseIndex = u8;
 
 use crate::problem::{NmPattern, ProblemError};
 use thiserror::Error;

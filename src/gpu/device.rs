@@ -38,6 +38,12 @@ pub enum GpuError {
     TimedOut { limit_s: f64 },
     #[error(transparent)]
     Codegen(#[from] crate::codegen::CodegenError),
+    #[error("kernel {kernel} reads D as {wanted}, but the launch was given {given}")]
+    IndexType {
+        kernel: String,
+        wanted: &'static str,
+        given: &'static str,
+    },
 }
 
 pub(crate) fn driver_err(what: impl Into<String>) -> impl FnOnce(DriverError) -> GpuError {

@@ -1,7 +1,7 @@
 //! Compiled kernels loaded on the GPU, keyed by the kernel they were compiled from, and the
 //! one launch path every caller (tuner, runtime, tests) uses.
 
-use crate::codegen::{self, KernelConfig};
+use crate::codegen::{self, Family, KernelConfig};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -27,14 +27,46 @@ pub struct LoadedKernel {
     _module: Arc<CudaModule>,
 }
 
+/// D (and col_info) as a kernel family reads them, borrowed for a launch.
+#[derive(Clone, Copy)]
+pub enum IndexOperand<'a> {
+    /// The tiled and decode families: D as i32, w×q, raw window positions (non-packing) or
+    /// packed slots (packing), with the packing kernels' col_info lists and counts (any
+    /// buffer for the others, which never read them).
+    Wide {
+        d: &'a CudaSlice<i32>,
+        col_info: &'a CudaSlice<i32>,
+        col_count: &'a CudaSlice<i32>,
+    },
+    /// The element-wise family (L = 1): D as the stored u8 window positions, w×n.
+    Bytes(&'a CudaSlice<u8>),
+}
+
+impl<'a> IndexOperand<'a> {
+    /// A non-packing kernel's i32 D; col_info and col_count are never read.
+    pub fn plain(d: &'a CudaSlice<i32>) -> Self {
+        IndexOperand::Wide {
+            d,
+            col_info: d,
+            col_count: d,
+        }
+    }
+
+    /// What this operand is, for an error message.
+    fn describe(&self) -> &'static str {
+        match self {
+            IndexOperand::Wide { .. } => "i32 indices",
+            IndexOperand::Bytes(_) => "u8 indices",
+        }
+    }
+}
+
 /// Device buffers of one problem instance, borrowed for a launch.
 pub struct LaunchBuffers<'a> {
     pub a: &'a CudaSlice<f32>,
     pub b_values: &'a CudaSlice<f32>,
-    /// Raw window positions (non-packing) or packed slots (packing), i32, w×q.
-    pub indices: &'a CudaSlice<i32>,
-    pub col_info: &'a CudaSlice<i32>,
-    pub col_count: &'a CudaSlice<i32>,
+    /// D in the element type of the kernel's family (a mismatch is an error, never a launch).
+    pub indices: IndexOperand<'a>,
     pub c: &'a mut CudaSlice<f32>,
     /// At least [`LoadedKernel::workspace_len`] floats.
     pub workspace: &'a mut CudaSlice<f32>,
@@ -130,6 +162,7 @@ impl LoadedKernel {
         beta: f32,
     ) -> Result<(), GpuError> {
         let cfg = &self.config;
+        check_index_operand(cfg, &bufs.indices)?;
         let grid = LaunchConfig {
             grid_dim: (
                 n.div_ceil(cfg.n_s as usize) as u32,
@@ -158,8 +191,15 @@ impl LoadedKernel {
         } else {
             main.arg(bufs.a);
         }
-        main.arg(bufs.b_values).arg(bufs.indices);
-        main.arg(bufs.col_info).arg(bufs.col_count);
+        main.arg(bufs.b_values);
+        match &bufs.indices {
+            IndexOperand::Wide {
+                d,
+                col_info,
+                col_count,
+            } => main.arg(*d).arg(*col_info).arg(*col_count),
+            IndexOperand::Bytes(d) => main.arg(*d),
+        };
         main.arg(&mut *bufs.c).arg(&mut partials);
         main.arg(&m32).arg(&n32).arg(&k32).arg(&alpha).arg(&beta);
         // SAFETY: argument list matches the kernel ABI of codegen; sizes checked by callers.
@@ -196,6 +236,19 @@ impl LoadedKernel {
         }
         Ok(())
     }
+}
+
+/// The element-wise family reads D as bytes, the others as i32 (codegen's kernel ABI).
+fn check_index_operand(cfg: &KernelConfig, indices: &IndexOperand<'_>) -> Result<(), GpuError> {
+    let bytes = cfg.family() == Family::Ew;
+    if bytes == matches!(indices, IndexOperand::Bytes(_)) {
+        return Ok(());
+    }
+    Err(GpuError::IndexType {
+        kernel: cfg.name(),
+        wanted: if bytes { "u8 indices" } else { "i32 indices" },
+        given: indices.describe(),
+    })
 }
 
 /// First compute capability (major) with programmatic dependent launch (`griddepcontrol`).

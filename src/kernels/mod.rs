@@ -7,5 +7,5 @@ pub mod loaded;
 pub mod operands;
 pub mod table_one;
 
-pub use loaded::{LaunchBuffers, LoadedKernel};
-pub use operands::{upload_compressed, DeviceColInfo, DeviceColInfos, OperandError};
+pub use loaded::{IndexOperand, LaunchBuffers, LoadedKernel};
+pub use operands::{upload_compressed, DeviceColInfo, DeviceColInfos, DeviceIndices, OperandError};

@@ -1,10 +1,13 @@
-//! A compressed weight's operands on the device: B' and D (the non-packing kernels' operand)
+//! A compressed weight's operands on the device: B' and D (the non-packing kernels' operand,
+//! i32 or, for the element-wise family, u8)
 //! and the col_info tilings of packing kernels, built and uploaded once per tiling. Shared by
 //! the tuner's random instances and the runtime's prepared weights.
 
+use super::loaded::IndexOperand;
 use crate::format::{self, ColInfo, CompressedWeight};
 use crate::gpu::device::upload_on;
 use crate::gpu::GpuError;
+use crate::problem::is_element_wise;
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -58,14 +61,57 @@ impl DeviceColInfos {
     }
 }
 
-/// B' and D of a weight on the device, D widened to i32 (the non-packing kernels' operand).
+/// D of a weight on the device, in the element type of the family that serves its L: the
+/// u8 positions as stored for element-wise N:M (L = 1, whose D is as large as B'), widened
+/// to i32 for every other L (the tiled and decode families' operand).
+pub enum DeviceIndices {
+    Wide(CudaSlice<i32>),
+    Bytes(CudaSlice<u8>),
+}
+
+impl DeviceIndices {
+    /// Upload `host`'s D in the element type of its family.
+    pub fn upload(stream: &Arc<CudaStream>, host: &CompressedWeight) -> Result<Self, GpuError> {
+        Ok(if is_element_wise(host.l) {
+            DeviceIndices::Bytes(upload_on(stream, &host.indices)?)
+        } else {
+            DeviceIndices::Wide(upload_on(stream, &host.indices_i32())?)
+        })
+    }
+
+    /// Bytes on the device.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            DeviceIndices::Wide(d) => 4 * d.len() as u64,
+            DeviceIndices::Bytes(d) => d.len() as u64,
+        }
+    }
+
+    /// The operand of a non-packing launch.
+    pub fn operand(&self) -> IndexOperand<'_> {
+        match self {
+            DeviceIndices::Wide(d) => IndexOperand::plain(d),
+            DeviceIndices::Bytes(d) => IndexOperand::Bytes(d),
+        }
+    }
+
+    /// The i32 positions, when this is the wide form.
+    pub fn wide(&self) -> Option<&CudaSlice<i32>> {
+        match self {
+            DeviceIndices::Wide(d) => Some(d),
+            DeviceIndices::Bytes(_) => None,
+        }
+    }
+}
+
+/// B' and D of a weight on the device, D in its family's element type ([`DeviceIndices`]).
 pub fn upload_compressed(
     stream: &Arc<CudaStream>,
     host: &CompressedWeight,
-) -> Result<(CudaSlice<f32>, CudaSlice<i32>), GpuError> {
+) -> Result<(CudaSlice<f32>, DeviceIndices), GpuError> {
     Ok((
         upload_on(stream, &host.values)?,
-        upload_on(stream, &host.indices_i32())?,
+        DeviceIndices::upload(stream, host)?,
     ))
 }
 

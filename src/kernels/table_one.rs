@@ -3,7 +3,7 @@
 //! then the other classes, then the performance model's best. The tuner times the same
 //! configurations as seeds; the runtime launches them as defaults.
 
-use crate::codegen::{enumerate, validate, ACopy, KernelConfig, WarpLayout};
+use crate::codegen::{enumerate, validate, ACopy, EwShape, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
 use crate::model;
 use crate::problem::{ALayout, Problem};
@@ -70,13 +70,15 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         .then_some(cfg)
 }
 
-/// The configuration `problem` gets without a measurement: for a decode problem the decode
-/// family's default, else Table I for its size class, the other classes, then the model's
-/// best valid configuration. None only when no configuration of the template families can
-/// run the problem (an L that is not a multiple of 4, say).
+/// The configuration `problem` gets without a measurement: for an element-wise problem
+/// (L = 1) the element-wise family's default, for a decode problem the decode family's, else
+/// Table I for its size class, the other classes, then the model's best valid configuration.
+/// None only when no configuration of the template families can run the problem (an L that
+/// is neither 1 nor a multiple of 4, say).
 pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
     let first = class_of(problem);
-    decode_default(problem, gpu)
+    ew_default(problem, gpu)
+        .or_else(|| decode_default(problem, gpu))
         .or_else(|| {
             std::iter::once(first)
                 .chain((0..CLASSES).filter(|&c| c != first))
@@ -104,17 +106,57 @@ pub fn decode_config(problem: &Problem, shape: (u32, u32, u32, u32)) -> KernelCo
     KernelConfig::decode(problem.a_layout, m_s, shape, problem.nm, problem.l as u32)
 }
 
+/// The element-wise block shape of the prototype's best kernel at 4:32, m = 4096 (the
+/// sparsity at which element-wise N:M beats the dense GEMM; H200, 63 % of the shared-memory
+/// bound, docs/perf-log.md "Element-wise N:M at m = 4096"): 128 rows (4 per lane) by 64
+/// columns (16 per warp, 4 warps), one pruning window per stage, three stages.
+pub const EW_DEFAULT_SHAPE: EwShape = EwShape {
+    m_t: 4,
+    n_t: 16,
+    warps: 4,
+    windows: 1,
+    stages: 3,
+    min_blocks: 1,
+};
+
+/// The element-wise family's default for an element-wise problem (L = 1): the
+/// [`EW_DEFAULT_SHAPE`] with the split-K factor the model predicts fastest (1 on a tie), so
+/// that a small grid still fills the GPU.
+pub fn ew_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    if !problem.is_element_wise() {
+        return None;
+    }
+    let base = ew_config(problem, EW_DEFAULT_SHAPE);
+    validate::SPLIT_K_VALUES
+        .iter()
+        .map(|&split_k| KernelConfig { split_k, ..base })
+        .filter(|cfg| {
+            validate::validate(cfg, gpu).is_ok()
+                && validate::validate_for_problem(cfg, problem).is_ok()
+        })
+        .map(|cfg| (model::predict(&cfg, problem, gpu).time_s, cfg))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, cfg)| cfg)
+}
+
+/// An element-wise configuration for `problem`'s pattern and A layout with block shape
+/// `shape`; split-K 1, not validated.
+pub fn ew_config(problem: &Problem, shape: EwShape) -> KernelConfig {
+    KernelConfig::element_wise(problem.a_layout, shape, problem.nm)
+}
+
 /// The model's best valid configuration for `problem` over the whole space.
 fn model_best(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
     let space = enumerate::search_space(problem.nm, problem.l as u32, problem.a_layout, gpu);
     model::best(&space, problem, gpu)
 }
 
-/// Why no configuration can run `problem`: what rejects the large Table I tile with k_s = M
-/// (the message of [`default_config`]'s None).
+/// Why no configuration can run `problem`: what rejects the large Table I tile with k_s = M,
+/// or for an element-wise problem the element-wise default shape (the message of
+/// [`default_config`]'s None).
 pub fn why_unsupported(problem: &Problem) -> String {
     let (m_s, n_s, m_t, n_t, warp) = TABLE_ONE[CLASSES - 1];
-    let probe = KernelConfig {
+    let tiled = KernelConfig {
         a_copy: paper_copy(problem.a_layout),
         m_s,
         n_s,
@@ -128,6 +170,11 @@ pub fn why_unsupported(problem: &Problem) -> String {
         stages: 2,
         min_blocks: 1,
         split_k: 1,
+    };
+    let probe = if problem.is_element_wise() {
+        ew_config(problem, EW_DEFAULT_SHAPE)
+    } else {
+        tiled
     };
     match validate::validate_structure(&probe)
         .and_then(|_| validate::validate_for_problem(&probe, problem))

@@ -4,8 +4,8 @@
 use super::{Choice, Lookup, PreparedWeight, RuntimeError};
 use crate::codegen::{self, nvrtc, KernelConfig};
 use crate::gpu::device::{driver_err, profile_name_for};
-use crate::kernels::{upload_compressed, DeviceColInfos};
-use crate::kernels::{LaunchBuffers, LoadedKernel};
+use crate::kernels::{upload_compressed, DeviceColInfos, DeviceIndices};
+use crate::kernels::{IndexOperand, LaunchBuffers, LoadedKernel};
 use crate::problem::{ALayout, Problem};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use std::collections::HashMap;
@@ -116,7 +116,8 @@ pub struct SparseLinear {
     weight: PreparedWeight,
     layout: ALayout,
     values: CudaSlice<f32>,
-    indices: CudaSlice<i32>,
+    /// D as its family reads it: u8 for L = 1 (the element-wise family), else i32.
+    indices: DeviceIndices,
     col_infos: DeviceColInfos,
     workspace: CudaSlice<f32>,
 }
@@ -229,17 +230,18 @@ impl SparseLinear {
             )?),
             false => None,
         };
-        // Non-packing kernels ignore col_info and col_count; any valid pointer will do.
-        let (indices, col_info, col_count) = match packed {
-            Some(info) => (&info.packed_indices, &info.columns, &info.counts),
-            None => (&self.indices, &self.indices, &self.indices),
+        let indices = match packed {
+            Some(info) => IndexOperand::Wide {
+                d: &info.packed_indices,
+                col_info: &info.columns,
+                col_count: &info.counts,
+            },
+            None => self.indices.operand(),
         };
         let bufs = LaunchBuffers {
             a,
             b_values: &self.values,
             indices,
-            col_info,
-            col_count,
             c,
             workspace: &mut self.workspace,
         };

@@ -43,4 +43,4 @@ pub use borrowed::{BorrowedLinear, DeviceMatrix};
 pub use error::RuntimeError;
 pub use linear::{Runtime, SparseLinear};
 pub use lookup::{Choice, Lookup, LookupStats, Rule};
-pub use weight::{HostBuffers, PreparedWeight};
+pub use weight::{HostBuffers, HostIndices, PreparedWeight};

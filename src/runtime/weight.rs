@@ -2,13 +2,14 @@
 //!
 //! [`PreparedWeight`] holds the compressed weight (B', D) on the host and says how it was
 //! padded. [`PreparedWeight::host_buffers`] gives, for one kernel configuration, exactly the
-//! arrays that are uploaded for it: B', and D as raw window positions (non-packing) or as
-//! col_info slots with the column lists and counts (packing). The device side
+//! arrays that are uploaded for it: B', and D as raw window positions (non-packing; bytes for
+//! the element-wise family, L = 1) or as col_info slots with the column lists and counts
+//! (packing). The device side
 //! ([`super::SparseLinear`]) builds them with the same functions
 //! ([`crate::kernels::upload_compressed`], [`DeviceColInfos`](crate::kernels::DeviceColInfos)).
 
 use super::RuntimeError;
-use crate::codegen::KernelConfig;
+use crate::codegen::{Family, KernelConfig};
 use crate::format::{self, ColInfo, CompressedWeight, Padding};
 use crate::problem::{NmPattern, Problem, ProblemError};
 
@@ -24,10 +25,49 @@ pub struct PreparedWeight {
 pub struct HostBuffers<'w> {
     /// B', w×n row-major.
     pub values: &'w [f32],
-    /// D as i32, w×q: raw window positions, or col_info slots for a packing kernel.
-    pub indices: Vec<i32>,
+    /// D, w×q: raw window positions, or col_info slots for a packing kernel.
+    pub indices: HostIndices<'w>,
     /// The (k_s, n_s) tiling's column lists and counts, for a packing kernel.
     pub col_info: Option<ColInfo>,
+}
+
+/// D in the element type a kernel family reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostIndices<'w> {
+    /// i32 (the tiled and decode families): the positions widened, or packed slots.
+    Wide(Vec<i32>),
+    /// The stored u8 positions, uploaded as they are (the element-wise family, L = 1).
+    Bytes(&'w [u8]),
+}
+
+impl HostIndices<'_> {
+    /// Elements of D.
+    pub fn len(&self) -> usize {
+        match self {
+            HostIndices::Wide(d) => d.len(),
+            HostIndices::Bytes(d) => d.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i`: a window position, or a packed slot.
+    pub fn get(&self, i: usize) -> Option<usize> {
+        match self {
+            HostIndices::Wide(d) => d.get(i).map(|&v| v as usize),
+            HostIndices::Bytes(d) => d.get(i).map(|&v| v as usize),
+        }
+    }
+
+    /// Bytes the device holds for them.
+    pub fn device_bytes(&self) -> usize {
+        match self {
+            HostIndices::Wide(d) => std::mem::size_of_val(d.as_slice()),
+            HostIndices::Bytes(d) => d.len(),
+        }
+    }
 }
 
 impl PreparedWeight {
@@ -140,17 +180,24 @@ impl PreparedWeight {
     /// it packs.
     pub fn host_buffers(&self, config: &KernelConfig) -> Result<HostBuffers<'_>, RuntimeError> {
         let w = &self.weight;
+        if config.family() == Family::Ew {
+            return Ok(HostBuffers {
+                values: &w.values,
+                indices: HostIndices::Bytes(&w.indices),
+                col_info: None,
+            });
+        }
         if !config.packing {
             return Ok(HostBuffers {
                 values: &w.values,
-                indices: w.indices_i32(),
+                indices: HostIndices::Wide(w.indices_i32()),
                 col_info: None,
             });
         }
         let mut info = format::build_col_info(w, config.k_s as usize, config.n_s as usize)?;
         Ok(HostBuffers {
             values: &w.values,
-            indices: std::mem::take(&mut info.packed_indices),
+            indices: HostIndices::Wide(std::mem::take(&mut info.packed_indices)),
             col_info: Some(info),
         })
     }

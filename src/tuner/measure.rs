@@ -5,7 +5,7 @@ use super::workload::{weight_copies, Activations, DeviceWeight};
 use crate::gpu::{Gpu, GpuError};
 use crate::gpu_profile::gbps;
 use crate::kernels::OperandError;
-use crate::kernels::{LaunchBuffers, LoadedKernel};
+use crate::kernels::{IndexOperand, LaunchBuffers, LoadedKernel};
 use crate::problem::Problem;
 use std::time::Duration;
 
@@ -245,21 +245,18 @@ impl<'w> Bench<'w> {
             .weight
             .col_info(cfg.k_s, cfg.n_s)
             .filter(|_| cfg.packing);
-        let (indices, col_info, col_count) = if let Some(info) = packed {
-            (&info.packed_indices, &info.columns, &info.counts)
-        } else {
-            (
-                &self.weight.indices,
-                &self.weight.indices,
-                &self.weight.indices,
-            )
+        let indices = match packed {
+            Some(info) => IndexOperand::Wide {
+                d: &info.packed_indices,
+                col_info: &info.columns,
+                col_count: &info.counts,
+            },
+            None => self.weight.indices.operand(),
         };
         let bufs = LaunchBuffers {
             a: &self.acts.a_sets[set],
             b_values: self.weight.values_of(i),
             indices,
-            col_info,
-            col_count,
             c: &mut self.acts.c_sets[set],
             workspace: &mut self.acts.workspace,
         };

@@ -1,7 +1,7 @@
 //! Search strategies: which configurations to time for a problem.
 
 use crate::codegen::validate::SPLIT_K_VALUES;
-use crate::codegen::{enumerate, validate, ACopy, Family, KernelConfig, WarpLayout};
+use crate::codegen::{enumerate, validate, ACopy, EwShape, Family, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one::{self, PACKING_MIN_SPARSITY};
 use crate::model::{predict, ranked};
@@ -65,6 +65,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             }
             picked
         }
+        Strategy::Pruned if problem.is_element_wise() => ew_candidates(space, problem, gpu),
         Strategy::Pruned => {
             let decode = decode_candidates(&space, problem, gpu);
             // Up to m = 4 rows per block the decode family won every problem of the first
@@ -138,6 +139,60 @@ fn decode_candidates(
         .copied()
         .collect();
     picked.extend(ranked(decode, problem, gpu).into_iter().take(DECODE_TOP));
+    picked
+}
+
+/// Element-wise block shapes timed for every element-wise problem (with the split-K factors
+/// the model prefers where the grid is small): the prototype's fastest shapes at m = 4096
+/// on the H200 (docs/perf-log.md, "Element-wise N:M at m = 4096": the default, best at 4:32;
+/// two windows per stage, best at 8:32; 8 rows per lane, best at 16:32; 8 columns per warp,
+/// best at 16:32 in the first version; 8 warps at 4:32), and two narrower blocks, whose
+/// grids fill the GPU at smaller n.
+const EW_SEEDS: [EwShape; 7] = [
+    table_one::EW_DEFAULT_SHAPE,
+    ew_shape(4, 16, 4, 2, 2),
+    ew_shape(8, 16, 4, 1, 2),
+    ew_shape(4, 8, 4, 1, 2),
+    ew_shape(4, 8, 8, 1, 3),
+    ew_shape(8, 8, 2, 1, 2),
+    ew_shape(4, 4, 2, 1, 3),
+];
+
+/// An element-wise block shape with min_blocks 1: (m_t, n_t, warps, windows, stages).
+const fn ew_shape(m_t: u32, n_t: u32, warps: u32, windows: u32, stages: u32) -> EwShape {
+    EwShape {
+        m_t,
+        n_t,
+        warps,
+        windows,
+        stages,
+        min_blocks: 1,
+    }
+}
+
+/// The pruned candidates of an element-wise problem (`space` holds the element-wise family
+/// only): the model's [`PRUNED_TOP`] among those the split-K rule allows, then the
+/// [`EW_SEEDS`] with their split-K factors.
+fn ew_candidates(
+    space: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let kept: Vec<_> = space
+        .into_iter()
+        .filter(|c| split_k_allowed(c, problem, gpu))
+        .collect();
+    let mut picked: Vec<_> = ranked(kept, problem, gpu)
+        .into_iter()
+        .take(PRUNED_TOP)
+        .collect();
+    for shape in EW_SEEDS {
+        for seed in with_splits(table_one::ew_config(problem, shape), problem, gpu) {
+            if !picked.contains(&seed) {
+                picked.push(seed);
+            }
+        }
+    }
     picked
 }
 

@@ -3,7 +3,9 @@
 
 use crate::format::CompressedWeight;
 use crate::gpu::Gpu;
-use crate::kernels::{upload_compressed, DeviceColInfo, DeviceColInfos, OperandError};
+use crate::kernels::{
+    upload_compressed, DeviceColInfo, DeviceColInfos, DeviceIndices, OperandError,
+};
 use crate::problem::{NmPattern, Problem};
 use cudarc::driver::CudaSlice;
 use rand::rngs::SmallRng;
@@ -14,7 +16,8 @@ use rand::{Rng, SeedableRng};
 pub struct DeviceWeight {
     pub host: CompressedWeight,
     pub values: CudaSlice<f32>,
-    pub indices: CudaSlice<i32>,
+    /// D as the family that serves the weight's L reads it (u8 at L = 1, else i32).
+    pub indices: DeviceIndices,
     /// The decompressed k×n weight: cuBLAS's operand, and the verification reference.
     pub dense: CudaSlice<f32>,
     col_infos: DeviceColInfos,
@@ -58,15 +61,16 @@ impl DeviceWeight {
     pub fn upload(gpu: &Gpu, host: CompressedWeight) -> Result<Self, OperandError> {
         let (values, indices) = upload_compressed(&gpu.stream, &host)?;
         let mut dense = gpu.alloc(host.k * host.n)?;
-        gpu.decompress(
-            &values,
-            &indices,
-            &mut dense,
-            host.w(),
-            host.n,
-            host.nm,
-            host.l,
-        )?;
+        // The decompressing support kernel reads i32 positions: u8 ones are widened for it.
+        let widened;
+        let wide = match indices.wide() {
+            Some(d) => d,
+            None => {
+                widened = gpu.upload(&host.indices_i32())?;
+                &widened
+            }
+        };
+        gpu.decompress(&values, wide, &mut dense, host.w(), host.n, host.nm, host.l)?;
         Ok(Self {
             host,
             values,
@@ -110,7 +114,7 @@ impl DeviceWeight {
 
     /// Bytes of B' and D: what a launch streams from DRAM at least.
     pub fn sparse_bytes(&self) -> u64 {
-        4 * (self.values.len() + self.indices.len()) as u64
+        4 * self.values.len() as u64 + self.indices.bytes()
     }
 
     /// Build col_info for a (k_s, n_s) tiling unless it exists.
