@@ -2,7 +2,9 @@
 //!
 //! The full space is about 4,000 distinct kernels per (N:M, L) pattern at 0.3–2 s each,
 //! far beyond a CI budget, so by default the test compiles a deterministic stratified
-//! sample: for every (A copy path, packing, m_t, n_t) stratum of every pattern and A layout,
+//! sample: for every (A copy path, packing, m_t, n_t) stratum of every pattern and A layout
+//! (and, for the element-wise family, every k_s: its windows per stage set how much of the
+//! loop is unrolled),
 //! `PRIMARY_PER_STRATUM` kernels spread evenly over the stratum for sm_90 and one for
 //! sm_80 and sm_89 in alternating strata. `NMTUNE_COMPILE_SAMPLE=full` compiles every
 //! distinct kernel for all three architectures.
@@ -12,7 +14,9 @@
 //! passes, unless `NMTUNE_REQUIRE_NVRTC` is set (CI sets it), in which case it fails.
 
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome, CompiledKernel};
-use nmtune::codegen::{compile_set, nvrtc_available, nvrtc_version, render, ACopy, KernelConfig};
+use nmtune::codegen::{
+    compile_set, nvrtc_available, nvrtc_version, render, ACopy, Family, KernelConfig,
+};
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, NmPattern};
 use rayon::prelude::*;
@@ -21,8 +25,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// (N, M, L) patterns compiled: the paper's M = 32 sparsities, dense, and small windows.
-const PATTERNS: [(u32, u32, u32); 7] = [
+/// (N, M, L) patterns compiled: the paper's M = 32 sparsities, dense, and small windows; and
+/// element-wise (L = 1) at the sparsest and densest M = 32 patterns and a small window.
+const PATTERNS: [(u32, u32, u32); 10] = [
     (16, 32, 32),
     (8, 32, 32),
     (4, 32, 32),
@@ -30,6 +35,9 @@ const PATTERNS: [(u32, u32, u32); 7] = [
     (2, 4, 4),
     (2, 4, 8),
     (4, 8, 16),
+    (4, 32, 1),
+    (16, 32, 1),
+    (2, 4, 1),
 ];
 const PRIMARY_ARCH: &str = "sm_90";
 const SECONDARY_ARCHS: [&str; 2] = ["sm_80", "sm_89"];
@@ -183,14 +191,20 @@ fn plan_jobs(full: bool) -> Vec<Job> {
 }
 
 /// Stratified deterministic sample of one pattern's kernels: strata by (A copy path,
-/// packing, m_t, n_t); within a stratum, configurations spread evenly over its sorted order
+/// packing, m_t, n_t, and k_s for the element-wise family); within a stratum, configurations
+/// spread evenly over its sorted order
 /// (which varies m_s, n_s, k_s, the warp layout, the stages and min_blocks). Returns
 /// (sm_90 sample, secondary sample).
 fn sample(kernels: &[KernelConfig]) -> (Vec<KernelConfig>, Vec<KernelConfig>) {
-    let mut strata: BTreeMap<(ACopy, bool, u32, u32), Vec<KernelConfig>> = BTreeMap::new();
+    let mut strata: BTreeMap<(ACopy, bool, u32, u32, u32), Vec<KernelConfig>> = BTreeMap::new();
     for cfg in kernels {
+        let windows = if cfg.family() == Family::Ew {
+            cfg.k_s
+        } else {
+            0
+        };
         strata
-            .entry((cfg.a_copy, cfg.packing, cfg.m_t, cfg.n_t))
+            .entry((cfg.a_copy, cfg.packing, cfg.m_t, cfg.n_t, windows))
             .or_default()
             .push(*cfg);
     }
