@@ -177,6 +177,32 @@ fn report_of_the_committed_h200_database() {
     }
 }
 
+#[test]
+fn the_committed_element_wise_databases_hold_shapes_ew_yaml() {
+    let expected: std::collections::BTreeSet<String> =
+        nmtune::shapes::load(std::path::Path::new("shapes/ew.yaml"))
+            .unwrap()
+            .entries
+            .iter()
+            .map(|entry| entry.problem.to_string())
+            .collect();
+    for gpu in ["h100", "h200"] {
+        let rows = report_json(std::path::Path::new(&format!("tuning-db/{gpu}-ew.sqlite")));
+        assert_eq!(rows.len(), expected.len(), "{gpu}");
+        for r in &rows {
+            assert_eq!(r["l"], 1);
+            assert_eq!(r["source"], "measured");
+            assert_eq!(r["verified"], true);
+            let kernel = r["kernel"].as_str().unwrap();
+            assert!(
+                kernel.contains("_ewcol_") || kernel.contains("_ewtrans_"),
+                "{kernel}"
+            );
+            assert!(r["cublas_us"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
 /// A database of two H200 entries of 4096×4096 at 8:32, L = 32: m = 1 in 8 µs from a run that
 /// timed a copy bandwidth of 3000 GB/s, and m = 256 in 100 µs from a run that timed none.
 fn copy_bandwidth_db(dir: &std::path::Path) -> std::path::PathBuf {

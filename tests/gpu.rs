@@ -12,7 +12,7 @@ use nmtune::gpu::{device, Gpu};
 use nmtune::kernels::{IndexOperand, LaunchBuffers, LoadedKernel};
 use nmtune::problem::{ALayout, NmPattern};
 use nmtune::reference;
-use nmtune::tuner::build::build_all;
+use nmtune::tuner::build::{build_all, BuildResult};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -163,6 +163,22 @@ fn launch(
     gpu.download(&c_dev).unwrap()
 }
 
+/// The kernel `build_all` made for `cfg`, loaded; a build failure is recorded in `failures`.
+fn load_built(
+    gpu: &Gpu,
+    cfg: &KernelConfig,
+    built: &std::collections::HashMap<String, BuildResult>,
+    failures: &mut Vec<String>,
+) -> Option<LoadedKernel> {
+    match &built[&compile_key(cfg).name()] {
+        Ok(b) => Some(LoadedKernel::load(gpu, *cfg, &b.source, &b.compiled.cubin).unwrap()),
+        Err(e) => {
+            failures.push(format!("{}: build failed: {e}", cfg.name()));
+            None
+        }
+    }
+}
+
 const BOUND: f64 = 1e-5;
 
 #[test]
@@ -205,14 +221,9 @@ fn every_template_family_matches_the_cpu_reference() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for cfg in &configs {
-        let b = match &built[&compile_key(cfg).name()] {
-            Ok(b) => b,
-            Err(e) => {
-                failures.push(format!("{}: build failed: {e}", cfg.name()));
-                continue;
-            }
+        let Some(kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
+            continue;
         };
-        let kernel = LoadedKernel::load(&gpu, *cfg, &b.source, &b.compiled.cubin).unwrap();
         // m off the tile (a multiple of 4 where a column-major A is copied, as the
         // transposing path's copy is), k off k_s, n off n_s.
         let m_off = match cfg.a_layout() {
@@ -255,26 +266,15 @@ fn every_template_family_matches_the_cpu_reference() {
 /// Element-wise block shapes: both lane heights, every warp width, one to eight warps, one,
 /// two and four windows per stage, every ring depth, min_blocks 2.
 const EW_SHAPES: [EwShape; 8] = [
-    ew(4, 16, 4, 1, 3, 1),
-    ew(4, 16, 4, 2, 2, 1),
-    ew(8, 16, 4, 1, 2, 1),
-    ew(4, 8, 8, 1, 3, 1),
-    ew(8, 8, 2, 4, 4, 1),
-    ew(4, 4, 1, 2, 2, 1),
-    ew(8, 4, 2, 1, 3, 2),
-    ew(4, 8, 2, 4, 2, 2),
+    EwShape::new(4, 16, 4, 1, 3, 1),
+    EwShape::new(4, 16, 4, 2, 2, 1),
+    EwShape::new(8, 16, 4, 1, 2, 1),
+    EwShape::new(4, 8, 8, 1, 3, 1),
+    EwShape::new(8, 8, 2, 4, 4, 1),
+    EwShape::new(4, 4, 1, 2, 2, 1),
+    EwShape::new(8, 4, 2, 1, 3, 2),
+    EwShape::new(4, 8, 2, 4, 2, 2),
 ];
-
-const fn ew(m_t: u32, n_t: u32, warps: u32, windows: u32, stages: u32, min_blocks: u32) -> EwShape {
-    EwShape {
-        m_t,
-        n_t,
-        warps,
-        windows,
-        stages,
-        min_blocks,
-    }
-}
 
 /// The element-wise family (L = 1, u8 indices, `ewcol` and `ewtrans`) against the CPU
 /// reference on random data: each block shape of [`EW_SHAPES`] at five patterns (dense
@@ -303,14 +303,9 @@ fn the_element_wise_family_matches_the_cpu_reference() {
     let built = build_all(&configs, &gpu.profile().arch(), &cache);
     let (mut failures, mut checked) = (Vec::new(), 0);
     for cfg in &configs {
-        let b = match &built[&compile_key(cfg).name()] {
-            Ok(b) => b,
-            Err(e) => {
-                failures.push(format!("{}: build failed: {e}", cfg.name()));
-                continue;
-            }
+        let Some(kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
+            continue;
         };
-        let kernel = LoadedKernel::load(&gpu, *cfg, &b.source, &b.compiled.cubin).unwrap();
         let row = cfg.a_layout() == ALayout::RowMajor;
         let window = cfg.nm.m as usize;
         // (m, n, k in windows): one row; ragged m and n with an odd number of windows; whole

@@ -557,6 +557,27 @@ pub struct EwShape {
     pub min_blocks: u32,
 }
 
+impl EwShape {
+    /// A shape from its six numbers, in the field order (for tables of shapes).
+    pub const fn new(
+        m_t: u32,
+        n_t: u32,
+        warps: u32,
+        windows: u32,
+        stages: u32,
+        min_blocks: u32,
+    ) -> Self {
+        Self {
+            m_t,
+            n_t,
+            warps,
+            windows,
+            stages,
+            min_blocks,
+        }
+    }
+}
+
 /// `x` rounded up to a multiple of 4 (16 bytes of floats or ints), saturating.
 fn round_up_to_4(x: u32) -> u32 {
     x.saturating_add(3) / 4 * 4

@@ -195,14 +195,7 @@ fn ew_space(nm: NmPattern, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfi
                 for windows in EW_WINDOWS {
                     for stages in STAGES {
                         for min_blocks in MIN_BLOCKS {
-                            let shape = EwShape {
-                                m_t,
-                                n_t,
-                                warps,
-                                windows,
-                                stages,
-                                min_blocks,
-                            };
+                            let shape = EwShape::new(m_t, n_t, warps, windows, stages, min_blocks);
                             let base = KernelConfig::element_wise(layout, shape, nm);
                             out.extend(
                                 SPLIT_K_VALUES

@@ -150,25 +150,13 @@ fn decode_candidates(
 /// grids fill the GPU at smaller n.
 const EW_SEEDS: [EwShape; 7] = [
     table_one::EW_DEFAULT_SHAPE,
-    ew_shape(4, 16, 4, 2, 2),
-    ew_shape(8, 16, 4, 1, 2),
-    ew_shape(4, 8, 4, 1, 2),
-    ew_shape(4, 8, 8, 1, 3),
-    ew_shape(8, 8, 2, 1, 2),
-    ew_shape(4, 4, 2, 1, 3),
+    EwShape::new(4, 16, 4, 2, 2, 1),
+    EwShape::new(8, 16, 4, 1, 2, 1),
+    EwShape::new(4, 8, 4, 1, 2, 1),
+    EwShape::new(4, 8, 8, 1, 3, 1),
+    EwShape::new(8, 8, 2, 1, 2, 1),
+    EwShape::new(4, 4, 2, 1, 3, 1),
 ];
-
-/// An element-wise block shape with min_blocks 1: (m_t, n_t, warps, windows, stages).
-const fn ew_shape(m_t: u32, n_t: u32, warps: u32, windows: u32, stages: u32) -> EwShape {
-    EwShape {
-        m_t,
-        n_t,
-        warps,
-        windows,
-        stages,
-        min_blocks: 1,
-    }
-}
 
 /// The pruned candidates of an element-wise problem (`space` holds the element-wise family
 /// only): the model's [`PRUNED_TOP`] among those the split-K rule allows, then the
