@@ -2,6 +2,8 @@
 //! machine with a CUDA GPU) the numerical results of rendered kernels against a CPU
 //! reference on random data.
 
+mod common;
+
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome};
 use nmtune::codegen::validate::{validate_structure, CopyMaps};
 use nmtune::codegen::{
@@ -432,11 +434,7 @@ fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
 
 #[test]
 fn compile_cache_serves_a_rerun_and_survives_corruption() {
-    if let Err(e) = nvrtc_available() {
-        if std::env::var_os("NMTUNE_REQUIRE_NVRTC").is_some() {
-            panic!("NMTUNE_REQUIRE_NVRTC is set but NVRTC is unavailable: {e}");
-        }
-        println!("SKIPPED: NVRTC not found ({e})");
+    if !common::nvrtc_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -13,10 +13,10 @@
 //! rerun compiles nothing. Without NVRTC the test prints "SKIPPED: NVRTC not found" and
 //! passes, unless `NMTUNE_REQUIRE_NVRTC` is set (CI sets it), in which case it fails.
 
+mod common;
+
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome, CompiledKernel};
-use nmtune::codegen::{
-    compile_set, nvrtc_available, nvrtc_version, render, ACopy, Family, KernelConfig,
-};
+use nmtune::codegen::{compile_set, nvrtc_version, render, ACopy, Family, KernelConfig};
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, NmPattern};
 use rayon::prelude::*;
@@ -57,11 +57,7 @@ struct Outcome {
 
 #[test]
 fn every_sampled_kernel_compiles_for_every_architecture() {
-    if let Err(e) = nvrtc_available() {
-        if std::env::var_os("NMTUNE_REQUIRE_NVRTC").is_some() {
-            panic!("NMTUNE_REQUIRE_NVRTC is set but NVRTC is unavailable: {e}");
-        }
-        println!("SKIPPED: NVRTC not found ({e})");
+    if !common::nvrtc_or_skip() {
         return;
     }
     let full = std::env::var("NMTUNE_COMPILE_SAMPLE").is_ok_and(|v| v == "full");

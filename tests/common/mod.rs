@@ -342,3 +342,19 @@ pub fn foreign_sqlite(path: &Path, statements: &[&str]) {
         })
     });
 }
+
+/// Whether NVRTC can be loaded, for tests that compile kernels: without it such a test prints
+/// that it skipped and passes, unless `NMTUNE_REQUIRE_NVRTC` is set (CI sets it), where a
+/// missing NVRTC is a failure.
+pub fn nvrtc_or_skip() -> bool {
+    match nmtune::codegen::nvrtc_available() {
+        Ok(()) => true,
+        Err(e) if std::env::var_os("NMTUNE_REQUIRE_NVRTC").is_some() => {
+            panic!("NMTUNE_REQUIRE_NVRTC is set but NVRTC is unavailable: {e}")
+        }
+        Err(e) => {
+            println!("SKIPPED: NVRTC not found ({e})");
+            false
+        }
+    }
+}
