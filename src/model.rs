@@ -247,7 +247,7 @@ pub fn predict_with_registers(
     registers: Option<u32>,
 ) -> Prediction {
     match cfg.family() {
-        Family::Decode => return predict_decode(cfg, problem, gpu, registers),
+        Family::Decode | Family::EwDecode => return predict_decode(cfg, problem, gpu, registers),
         Family::Ew => return predict_ew(cfg, problem, gpu, registers),
         Family::Tiled => {}
     }
@@ -288,18 +288,18 @@ pub fn predict_with_registers(
     }
 }
 
-/// The decode family: the weight (B' and D) streams from DRAM once per row of blocks
-/// (ceil(m/m_s) of them), at the DRAM bandwidth scaled down when the resident lanes keep
-/// fewer than [`DECODE_BYTES_IN_FLIGHT`] bytes of B' in flight; the issue side is one pass of
-/// loads, index, m_s A loads and m_s·n_t FMAs per B' row and lane.
+/// The decode families: the weight (B' and D, [`MinBytes`]) streams from DRAM once per row
+/// of blocks (ceil(m/m_s) of them), at the DRAM bandwidth scaled down when the resident
+/// lanes keep fewer than [`DECODE_BYTES_IN_FLIGHT`] bytes of B' in flight; the issue side is
+/// one pass of loads, indices, A loads and m_s·n_t FMAs per B' row and lane.
 fn predict_decode(
     cfg: &KernelConfig,
     problem: &Problem,
     gpu: &GpuProfile,
     registers: Option<u32>,
 ) -> Prediction {
-    let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
-    let (w, q) = (problem.w() as f64, problem.q() as f64);
+    let (m, n) = (problem.m as f64, problem.n as f64);
+    let w = problem.w() as f64;
     let row_passes = (m / cfg.m_s as f64).ceil();
     let n_tiles = (n / cfg.n_s as f64).ceil();
     let blocks = n_tiles * row_passes * cfg.split_k as f64;
@@ -309,13 +309,19 @@ fn predict_decode(
     let resident = blocks.min(slots);
     let in_flight = resident * cfg.threads() as f64 * (cfg.k_s * cfg.n_t) as f64 * 4.0;
     let fill = (in_flight / DECODE_BYTES_IN_FLIGHT).min(1.0);
-    let index_bytes = if cfg.is_dense() { 0.0 } else { 4.0 * w * q };
-    let weight_bytes = 4.0 * w * n + index_bytes;
-    let dram_bytes = row_passes * weight_bytes + 4.0 * (m * k + m * n);
+    let least = MinBytes::of(problem);
+    let weight_bytes = least.weight() as f64;
+    let dram_bytes = row_passes * weight_bytes + (least.a + least.c) as f64;
     let memory_s = dram_bytes / (gpu.dram_bytes_per_s() * fill);
 
     let (mt, nt) = (cfg.m_s as f64, cfg.n_t as f64);
-    let per_row = nt / 4.0 + 1.0 + mt + mt * nt + DECODE_ROW_OVERHEAD_INSTRUCTIONS;
+    // Element-wise: an index word per 4 columns, and every column its own A loads.
+    let (index_loads, a_loads) = if cfg.family() == Family::EwDecode {
+        (nt / 4.0, nt * a_loads_per_column(cfg))
+    } else {
+        (1.0, mt)
+    };
+    let per_row = nt / 4.0 + index_loads + a_loads + mt * nt + DECODE_ROW_OVERHEAD_INSTRUCTIONS;
     let warp_instructions = row_passes * w * (n / nt) * per_row / 32.0;
     let schedulers = (gpu.fp32_lanes_per_sm as f64 / 32.0).max(1.0);
     let issue_per_s =
@@ -332,6 +338,17 @@ fn predict_decode(
         cmar: mt * nt / (mt + nt / 4.0 + 1.0),
         blocks_per_sm: per_sm as u32,
         wave_efficiency: blocks / (waves * slots),
+    }
+}
+
+/// Loads of A an element-wise decode lane issues for one column of A: one 16-byte load of
+/// 4 rows of column-major A, else one per row.
+fn a_loads_per_column(cfg: &KernelConfig) -> f64 {
+    let col = cfg.a_layout() == crate::problem::ALayout::ColMajor;
+    if col && cfg.m_s == 4 {
+        1.0
+    } else {
+        cfg.m_s as f64
     }
 }
 

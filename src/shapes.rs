@@ -2,14 +2,14 @@
 //!
 //! A hand-written YAML file: `defaults` (optional) hold the settings every layer inherits,
 //! `layers` list the weights (n = output features, k = input features) with optional
-//! overrides. Each layer expands to one problem per (A layout, sparsity, m):
+//! overrides. Each layer expands to one problem per (A layout, L, sparsity, m):
 //!
 //! ```yaml
 //! defaults:
 //!   m: [256, 512]            # rows of A (tokens); a single number is fine too
 //!   sparsity: ["8:32", 0.5]  # "N:M", or a fraction / "75%" with the window M below
 //!   M: 32                    # window for fractional sparsities
-//!   L: 32                    # vector length
+//!   L: 32                    # vector length; a list, [32, 1], tunes each
 //!   a_layout: [row, col]     # layout of A: row-major (default), column-major, or both
 //! layers:
 //!   - { model: llama-7b, name: q_proj, n: 4096, k: 4096 }
@@ -302,8 +302,8 @@ struct RawSettings {
     sparsity: Option<Vec<String>>,
     #[serde(rename = "M")]
     window: Option<u32>,
-    #[serde(rename = "L")]
-    l: Option<usize>,
+    #[serde(rename = "L", default, deserialize_with = "one_or_many_lengths")]
+    l: Option<Vec<usize>>,
     #[serde(default, deserialize_with = "one_or_many_layouts")]
     a_layout: Option<Vec<ALayout>>,
 }
@@ -321,8 +321,8 @@ struct RawLayer {
     sparsity: Option<Vec<String>>,
     #[serde(rename = "M")]
     window: Option<u32>,
-    #[serde(rename = "L")]
-    l: Option<usize>,
+    #[serde(rename = "L", default, deserialize_with = "one_or_many_lengths")]
+    l: Option<Vec<usize>>,
     #[serde(default, deserialize_with = "one_or_many_layouts")]
     a_layout: Option<Vec<ALayout>>,
 }
@@ -344,8 +344,20 @@ impl RawLayer {
 /// `m: 256` or `m: [256, 512]`. Read through a `Value` so that YAML syntax errors inside the
 /// value surface as themselves, not as a type error.
 fn one_or_many_sizes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    one_or_many_numbers(d, "m must be a positive integer or a list of them")
+}
+
+/// `L: 32` or `L: [32, 1]`.
+fn one_or_many_lengths<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    one_or_many_numbers(d, "L must be a positive integer or a list of them")
+}
+
+fn one_or_many_numbers<'de, D: Deserializer<'de>>(
+    d: D,
+    message: &'static str,
+) -> Result<Option<Vec<usize>>, D::Error> {
     let size = |value: &serde_yaml::Value| value.as_u64().and_then(|m| usize::try_from(m).ok());
-    let bad = || serde::de::Error::custom("m must be a positive integer or a list of them");
+    let bad = || serde::de::Error::custom(message);
     match serde_yaml::Value::deserialize(d)? {
         serde_yaml::Value::Sequence(items) => items
             .iter()
@@ -411,15 +423,20 @@ fn check_defaults(defaults: &RawSettings) -> Result<(), (&'static str, String)> 
             }
         }
     }
-    if let Some(l) = defaults.l {
-        if l == 0 || l > 128 {
-            return Err((
-                "L",
-                format!("vector length L={l} must be between 1 and 128"),
-            ));
-        }
+    if let Some(ls) = &defaults.l {
+        check_l_list(ls).map_err(|e| ("L", e))?;
     }
     Ok(())
+}
+
+fn check_l_list(ls: &[usize]) -> Result<(), String> {
+    if ls.is_empty() {
+        return Err("L list is empty".into());
+    }
+    match ls.iter().find(|&&l| l == 0 || l > 128) {
+        Some(l) => Err(format!("vector length L={l} must be between 1 and 128")),
+        None => Ok(()),
+    }
 }
 
 fn check_m_list(ms: &[usize]) -> Result<(), String> {
@@ -464,27 +481,31 @@ fn expand_layer(
         return Err("sparsity list is empty".into());
     }
     let window = layer.window.or(defaults.window);
-    let l = layer
+    let ls = layer
         .l
-        .or(defaults.l)
+        .as_ref()
+        .or(defaults.l.as_ref())
         .ok_or("no vector length given: set L in the layer or in defaults")?;
+    check_l_list(ls)?;
     let overridden = layouts.is_some();
     let layouts = layouts
         .or(layer.a_layout.as_deref())
         .or(defaults.a_layout.as_deref())
         .unwrap_or(&[ALayout::RowMajor]);
-    let mut problems = Vec::with_capacity(layouts.len() * ms.len() * sparsities.len());
+    let mut problems = Vec::with_capacity(layouts.len() * ls.len() * ms.len() * sparsities.len());
     for &layout in layouts {
-        for text in sparsities {
-            let nm = parse_sparsity(text, window)?;
-            for &m in ms {
-                let problem =
-                    Problem::new(m, layer.n, layer.k, nm, l).map_err(|e| e.to_string())?;
-                let problem = problem.with_layout(layout).map_err(|e| {
-                    let given = if overridden { " (--a-layout)" } else { "" };
-                    format!("shape {problem} with a_layout {layout}{given}: {e}")
-                })?;
-                problems.push(problem);
+        for &l in ls {
+            for text in sparsities {
+                let nm = parse_sparsity(text, window)?;
+                for &m in ms {
+                    let problem =
+                        Problem::new(m, layer.n, layer.k, nm, l).map_err(|e| e.to_string())?;
+                    let problem = problem.with_layout(layout).map_err(|e| {
+                        let given = if overridden { " (--a-layout)" } else { "" };
+                        format!("shape {problem} with a_layout {layout}{given}: {e}")
+                    })?;
+                    problems.push(problem);
+                }
             }
         }
     }

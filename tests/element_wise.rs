@@ -1,4 +1,4 @@
-//! The element-wise family (L = 1) without a GPU: which problems it serves and the checksums
+//! The element-wise families (L = 1: tiles, and the decode family for m ≤ 16) without a GPU: which problems it serves and the checksums
 //! that leaves unchanged, its search space and validation messages, its rendered modules and
 //! their compilation, the model, the pruned candidates and the runtime's default, the u8
 //! indices a weight's kernels read, and `nmtune` tuning a shapes file with `L: 1` on the
@@ -20,6 +20,7 @@ use nmtune::model::predict;
 use nmtune::problem::{ALayout, NmPattern, Problem};
 use nmtune::runtime::{HostIndices, Lookup, PreparedWeight, Rule};
 use nmtune::tuner::search::{candidates, Strategy};
+use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::fs;
 
@@ -66,11 +67,19 @@ fn problem_reason(cfg: &KernelConfig, p: &Problem) -> String {
 }
 
 #[test]
-fn element_wise_problems_are_served_by_the_element_wise_family_alone() {
-    for m in [1, 16, 17, 256, 4096] {
+fn element_wise_problems_are_served_by_the_element_wise_families_alone() {
+    for m in [17, 256, 4096] {
         let p = problem(m, 4096, 4096, nm(8, 32), 1, ALayout::RowMajor);
         assert_eq!(Family::serving(&p), &[Family::Ew], "m={m}");
         assert_eq!(templates_checksum(&p), family_checksum(Family::Ew));
+    }
+    // Decode sizes add the element-wise decode family, and their rows its template.
+    for m in [1, 16] {
+        let p = problem(m, 4096, 4096, nm(8, 32), 1, ALayout::RowMajor);
+        assert_eq!(Family::serving(&p), &[Family::Ew, Family::EwDecode]);
+        for family in [Family::Ew, Family::EwDecode] {
+            assert_ne!(templates_checksum(&p), family_checksum(family), "m={m}");
+        }
     }
     // Every other problem keeps its serving set, and so its checksum: the committed
     // databases' rows stay current (scripts/check-replay.sh checks them row by row).
@@ -90,7 +99,7 @@ fn element_wise_problems_are_served_by_the_element_wise_family_alone() {
 }
 
 #[test]
-fn the_search_space_of_l1_is_the_element_wise_family_and_nothing_else() {
+fn the_search_space_of_l1_is_the_element_wise_families_and_nothing_else() {
     let gpu = h100();
     for layout in ALayout::ALL {
         let space = search_space(nm(4, 32), 1, layout, &gpu);
@@ -102,13 +111,26 @@ fn the_search_space_of_l1_is_the_element_wise_family_and_nothing_else() {
         let names: BTreeSet<String> = space.iter().map(KernelConfig::name).collect();
         assert_eq!(names.len(), space.len(), "duplicate names");
         for cfg in &space {
-            assert_eq!(cfg.family(), Family::Ew, "{cfg}");
+            assert!(
+                matches!(cfg.family(), Family::Ew | Family::EwDecode),
+                "{cfg}"
+            );
+            assert!(cfg.reads_byte_indices());
             assert_eq!(cfg.a_layout(), layout);
             validate(cfg, &gpu).unwrap();
             assert_eq!(KernelConfig::parse_name(&cfg.name()), Some(*cfg));
         }
+        let (tiles, direct): (Vec<KernelConfig>, Vec<KernelConfig>) =
+            space.iter().partition(|c| c.family() == Family::Ew);
+        assert!(
+            direct.len() > 100,
+            "{layout}: {} decode kernels",
+            direct.len()
+        );
+        let rows: BTreeSet<u32> = direct.iter().map(|c| c.m_s).collect();
+        assert_eq!(rows, BTreeSet::from([1, 2, 4]));
         let values =
-            |f: fn(&KernelConfig) -> u32| -> BTreeSet<u32> { space.iter().map(f).collect() };
+            |f: fn(&KernelConfig) -> u32| -> BTreeSet<u32> { tiles.iter().map(f).collect() };
         assert_eq!(values(|c| c.m_t), BTreeSet::from([4, 8]));
         assert_eq!(values(|c| c.n_t), BTreeSet::from([4, 8, 16]));
         assert_eq!(values(|c| c.k_s), BTreeSet::from([32, 64, 128]));
@@ -117,13 +139,15 @@ fn the_search_space_of_l1_is_the_element_wise_family_and_nothing_else() {
         // Vector-wise spaces hold no element-wise kernel.
         assert!(search_space(nm(4, 32), 32, layout, &gpu)
             .iter()
-            .all(|c| c.family() != Family::Ew));
+            .all(|c| !c.reads_byte_indices()));
     }
     let names: Vec<String> = search_space(nm(8, 32), 1, ALayout::RowMajor, &gpu)
         .iter()
         .map(KernelConfig::name)
         .collect();
-    assert!(names.iter().all(|n| n.starts_with("nm_spmm_f32_ewtrans_")));
+    assert!(names
+        .iter()
+        .all(|n| n.starts_with("nm_spmm_f32_ewtrans_") || n.starts_with("nm_spmm_f32_ewdrow_")));
 }
 
 #[test]
@@ -318,20 +342,32 @@ fn the_default_element_wise_kernels_compile_without_spilling() {
         .unwrap_or_else(|| {
             std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins")
         });
+    let gpu = h100();
+    // The runtime's defaults of both element-wise families, one row of A and many.
+    let mut defaults = Vec::new();
     for layout in ALayout::ALL {
         for pattern in [nm(4, 32), nm(16, 32), nm(2, 4)] {
-            let src = render(&ew(layout, pattern)).unwrap();
-            let kernel = compile_cached(&src, "sm_90", &cache).unwrap();
-            assert_eq!(kernel.spill_bytes, Some(0), "{} spills", src.name);
-            assert!(kernel.registers.is_some_and(|r| r <= 255));
-            for symbol in [src.name.clone(), format!("{}_reduce", src.name)] {
-                let entry = format!("Compiling entry function '{symbol}'");
-                assert!(kernel.log.contains(&entry), "{symbol} missing");
-            }
-            let transposes = kernel.log.contains(&format!("'{}_transpose'", src.name));
-            assert_eq!(transposes, layout == ALayout::RowMajor);
+            defaults.push(ew(layout, pattern));
+            let m = if layout == ALayout::RowMajor { 1 } else { 4 };
+            let token = problem(m, 4096, 4096, pattern, 1, layout);
+            let decode = table_one::default_config(&token, &gpu).unwrap();
+            assert_eq!(decode.family(), Family::EwDecode, "{decode}");
+            defaults.push(decode);
         }
     }
+    // NVRTC takes most of this test's time: both cores.
+    defaults.par_iter().for_each(|cfg| {
+        let src = render(cfg).unwrap();
+        let kernel = compile_cached(&src, "sm_90", &cache).unwrap();
+        assert_eq!(kernel.spill_bytes, Some(0), "{} spills", src.name);
+        assert!(kernel.registers.is_some_and(|r| r <= 255));
+        for symbol in [src.name.clone(), format!("{}_reduce", src.name)] {
+            let entry = format!("Compiling entry function '{symbol}'");
+            assert!(kernel.log.contains(&entry), "{symbol} missing");
+        }
+        let transposes = kernel.log.contains(&format!("'{}_transpose'", src.name));
+        assert_eq!(transposes, cfg.a_copy.transposes_a());
+    });
 }
 
 #[test]
@@ -375,11 +411,14 @@ fn element_wise_problems_get_element_wise_candidates_and_defaults() {
                 picked.len()
             );
             for cfg in &picked {
-                assert_eq!(cfg.family(), Family::Ew, "{cfg}");
+                assert!(cfg.reads_byte_indices(), "{cfg}");
                 assert_eq!(cfg.a_layout(), layout);
                 validate(cfg, &gpu).unwrap();
                 validate_for_problem(cfg, &p).unwrap();
             }
+            // Decode sizes time the element-wise decode family beside the tiles.
+            let direct = picked.iter().filter(|c| c.family() == Family::EwDecode);
+            assert_eq!(direct.count() >= 6, m <= 16, "{p}");
             let seed = ew(layout, p.nm);
             assert!(
                 picked.contains(&seed),
@@ -391,10 +430,16 @@ fn element_wise_problems_get_element_wise_candidates_and_defaults() {
                     "{p}: a small grid splits k"
                 );
             }
-            // Without a database the runtime answers with the family's default.
+            // Without a database the runtime answers with a family's default: the decode
+            // family's at decode sizes.
             let choice = Lookup::defaults_only(gpu.clone()).lookup(&p).unwrap();
             assert_eq!(choice.rule, Rule::Default);
-            assert_eq!(choice.config.family(), Family::Ew);
+            let family = if m <= 16 {
+                Family::EwDecode
+            } else {
+                Family::Ew
+            };
+            assert_eq!(choice.config.family(), family);
             assert_eq!(choice.config.a_layout(), layout);
         }
     }
@@ -404,6 +449,11 @@ fn element_wise_problems_get_element_wise_candidates_and_defaults() {
     assert_eq!(choice.config.a_copy, ACopy::EwTrans);
     let model = candidates(&odd, &gpu, Strategy::Model);
     assert!(!model.is_empty() && model.iter().all(|c| c.family() == Family::Ew));
+    // One row of A: the element-wise decode family's default, one row per block.
+    let token = problem(1, 4096, 11008, nm(4, 32), 1, ALayout::RowMajor);
+    let choice = Lookup::defaults_only(gpu.clone()).lookup(&token).unwrap();
+    assert_eq!(choice.config.a_copy, ACopy::EwDirectRow);
+    assert_eq!(choice.config.m_s, 1);
 }
 
 #[test]
@@ -461,9 +511,13 @@ fn a_shapes_file_with_l1_tunes_on_the_model_and_reports_element_wise_kernels() {
     assert_eq!(rows.len(), 8);
     for row in &rows {
         assert_eq!(row["l"], 1);
-        let (token, copy) = match row["a_layout"].as_str().unwrap() {
-            "row" => ("_ewtrans_", "ewtrans"),
-            _ => ("_ewcol_", "ewcol"),
+        // The model picks the decode family at m = 16, the tiles at 256.
+        let decode = row["m"] == 16;
+        let (token, copy) = match (row["a_layout"].as_str().unwrap(), decode) {
+            ("row", false) => ("_ewtrans_", "ewtrans"),
+            ("row", true) => ("_ewdrow_", "ewdrow"),
+            (_, false) => ("_ewcol_", "ewcol"),
+            (_, true) => ("_ewdcol_", "ewdcol"),
         };
         assert!(row["kernel"].as_str().unwrap().contains(token), "{row}");
         assert_eq!(row["config"]["a_copy"], copy);

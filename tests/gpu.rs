@@ -1,12 +1,12 @@
 //! GPU correctness: every template family (each A copy path and so both A layouts, packing
 //! on/off, every ring depth, split-K > 1, warp tiles one and two column groups wide; the
 //! decode family's block shapes at m from 1 to more than a block row; the element-wise
-//! family's block shapes with u8 indices at ragged m and n) against
+//! families' block shapes with u8 indices at ragged m and n, and at m up to 16) against
 //! the CPU reference on random data at several shapes, m, n and k off their tiles, smallest
 //! and largest N:M, with alpha and beta both non-trivial. Skipped, visibly, where there is no
 //! GPU.
 
-use nmtune::codegen::{compile_key, validate, ACopy, EwShape, Family, KernelConfig, WarpLayout};
+use nmtune::codegen::{compile_key, validate, ACopy, EwShape, KernelConfig, WarpLayout};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
 use nmtune::kernels::{IndexOperand, LaunchBuffers, LoadedKernel};
@@ -138,7 +138,7 @@ fn launch(
     let d_bytes = gpu.upload(&weight.indices).unwrap();
     let cols_dev = gpu.upload(&columns).unwrap();
     let counts_dev = gpu.upload(&counts).unwrap();
-    let indices = if cfg.family() == Family::Ew {
+    let indices = if cfg.reads_byte_indices() {
         IndexOperand::Bytes(&d_bytes)
     } else {
         IndexOperand::Wide {
@@ -276,11 +276,12 @@ const EW_SHAPES: [EwShape; 8] = [
     EwShape::new(4, 8, 2, 4, 2, 2),
 ];
 
-/// The element-wise family (L = 1, u8 indices, `ewcol` and `ewtrans`) against the CPU
-/// reference on random data: each block shape of [`EW_SHAPES`] at five patterns (dense
-/// included), split-K 1, 3 and 4, at m and n off the block tile (any m for row-major A, a
-/// multiple of 4 for column-major), k with a partial last stage, a single row, and one shape
-/// of whole tiles (the unpredicated path).
+/// The element-wise families (L = 1, u8 indices: `ewcol`, `ewtrans` and the decode family's
+/// `ewdrow`, `ewdcol`) against the CPU reference on random data: each block shape of
+/// [`EW_SHAPES`] at five patterns (dense included), split-K 1, 3 and 4, at m and n off the
+/// block tile (any m for row-major A, a multiple of 4 for column-major), k with a partial
+/// last stage, a single row, and one shape of whole tiles (the unpredicated path); the
+/// decode family's shapes of [`decode_configs`] at one row, a few and 16.
 #[test]
 fn the_element_wise_family_matches_the_cpu_reference() {
     let Some(gpu) = gpu_or_skip() else { return };
@@ -298,6 +299,11 @@ fn the_element_wise_family_matches_the_cpu_reference() {
                 }
             }
         }
+        for cfg in decode_configs(nm, 1) {
+            if validate::validate(&cfg, gpu.profile()).is_ok() {
+                configs.push(cfg);
+            }
+        }
     }
     let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
     let built = build_all(&configs, &gpu.profile().arch(), &cache);
@@ -309,12 +315,21 @@ fn the_element_wise_family_matches_the_cpu_reference() {
         let row = cfg.a_layout() == ALayout::RowMajor;
         let window = cfg.nm.m as usize;
         // (m, n, k in windows): one row; ragged m and n with an odd number of windows; whole
-        // tiles of every block shape with k a multiple of four windows.
-        let shapes = [
-            (if row { 1 } else { 4 }, 68, 3),
-            (if row { 301 } else { 300 }, 196, 11),
-            (512, 256, 8),
-        ];
+        // tiles of every block shape with k a multiple of four windows. The decode family:
+        // one row, a few, and the most it serves.
+        let shapes = if cfg.a_copy.is_direct() {
+            [
+                (if row { 1 } else { 4 }, 68, 3),
+                (if row { 3 } else { 8 }, 196, 11),
+                (16, 256, 8),
+            ]
+        } else {
+            [
+                (if row { 1 } else { 4 }, 68, 3),
+                (if row { 301 } else { 300 }, 196, 11),
+                (512, 256, 8),
+            ]
+        };
         for (i, (m, n, windows)) in shapes.into_iter().enumerate() {
             let k = windows * window.max(8);
             let problem = nmtune::problem::Problem::new(m, n, k, cfg.nm, 1)

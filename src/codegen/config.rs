@@ -42,6 +42,12 @@ pub enum ACopy {
     /// workspace (as `Transposed` does, with the columns' padding zeroed, so every m runs),
     /// then the `EwCol` main loop runs on that copy. Its timings include the pass.
     EwTrans,
+    /// The element-wise decode family (L = 1, few rows of C): the decode family's scheme with
+    /// one u8 index beside every B' value, so every column of a lane reads its own A value
+    /// straight from global memory. Row-major A.
+    EwDirectRow,
+    /// The element-wise decode family on column-major A.
+    EwDirectCol,
 }
 
 /// The kernel templates: which one renders a configuration follows from its A path.
@@ -56,16 +62,21 @@ pub enum Family {
     /// Element-wise N:M (L = 1): every column has its own kept rows, so every FMA reads its
     /// own A value from the shared-memory tile: `templates/nm_spmm_ew.cu.tera`.
     Ew,
+    /// Element-wise N:M for few rows of C: the weight and its u8 indices streamed once, as
+    /// the decode family streams B': `templates/nm_spmm_ew_decode.cu.tera`.
+    EwDecode,
 }
 
 impl Family {
     /// The families whose kernels may serve `problem`, so the ones the tuner tries for it:
-    /// the element-wise family alone for L = 1 (neither other family reads one index per
-    /// column), else the tiled family, and the decode family too for decode-sized problems
-    /// (m ≤ `DECODE_MAX_M`). A problem's rows are valid while these families' templates are
-    /// unchanged ([`crate::codegen::templates_checksum`]).
+    /// the element-wise families for L = 1 (no other family reads one index per column),
+    /// else the tiled family; and for decode-sized problems (m ≤ `DECODE_MAX_M`) the decode
+    /// family of the same kind too. A problem's rows are valid while these families'
+    /// templates are unchanged ([`crate::codegen::templates_checksum`]).
     pub fn serving(problem: &Problem) -> &'static [Family] {
-        if problem.is_element_wise() {
+        if problem.is_element_wise() && problem.is_decode() {
+            &[Family::Ew, Family::EwDecode]
+        } else if problem.is_element_wise() {
             &[Family::Ew]
         } else if problem.is_decode() {
             &[Family::Tiled, Family::Decode]
@@ -73,11 +84,23 @@ impl Family {
             &[Family::Tiled]
         }
     }
+
+    /// Whether the family streams the weight with no A tile (the decode families), reading
+    /// the configuration's fields as [`KernelConfig::decode`] sets them.
+    pub fn is_direct(&self) -> bool {
+        matches!(self, Family::Decode | Family::EwDecode)
+    }
+
+    /// Whether the family's kernels read D as the stored u8 window positions (element-wise
+    /// N:M, whose D is as long as B') instead of widened i32 ones (codegen's kernel ABI).
+    pub fn reads_byte_indices(&self) -> bool {
+        matches!(self, Family::Ew | Family::EwDecode)
+    }
 }
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 9] = [
+    pub const ALL: [ACopy; 11] = [
         ACopy::Col16,
         ACopy::Row4,
         ACopy::Row16,
@@ -87,6 +110,8 @@ impl ACopy {
         ACopy::DirectCol,
         ACopy::EwCol,
         ACopy::EwTrans,
+        ACopy::EwDirectRow,
+        ACopy::EwDirectCol,
     ];
 
     /// The template family a kernel with this path belongs to.
@@ -94,25 +119,29 @@ impl ACopy {
         match self {
             ACopy::DirectRow | ACopy::DirectCol => Family::Decode,
             ACopy::EwCol | ACopy::EwTrans => Family::Ew,
+            ACopy::EwDirectRow | ACopy::EwDirectCol => Family::EwDecode,
             _ => Family::Tiled,
         }
     }
 
-    /// Whether this path belongs to the decode family.
+    /// Whether this path belongs to a decode family (no A tile: [`Family::is_direct`]).
     pub fn is_direct(&self) -> bool {
-        self.family() == Family::Decode
+        self.family().is_direct()
     }
 
     /// The A layout a kernel with this copy path takes.
     pub fn layout(&self) -> ALayout {
         match self {
-            ACopy::Col16 | ACopy::DirectCol | ACopy::EwCol => ALayout::ColMajor,
+            ACopy::Col16 | ACopy::DirectCol | ACopy::EwCol | ACopy::EwDirectCol => {
+                ALayout::ColMajor
+            }
             ACopy::Row4
             | ACopy::Row16
             | ACopy::RowK
             | ACopy::Transposed
             | ACopy::DirectRow
-            | ACopy::EwTrans => ALayout::RowMajor,
+            | ACopy::EwTrans
+            | ACopy::EwDirectRow => ALayout::RowMajor,
         }
     }
 
@@ -134,7 +163,8 @@ impl ACopy {
     }
 
     /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`, the decode
-    /// family's `drow`, `dcol`, and the element-wise family's `ewcol`, `ewtrans`.
+    /// family's `drow`, `dcol`, the element-wise family's `ewcol`, `ewtrans`, and the
+    /// element-wise decode family's `ewdrow`, `ewdcol`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
@@ -146,6 +176,8 @@ impl ACopy {
             ACopy::DirectCol => "dcol",
             ACopy::EwCol => "ewcol",
             ACopy::EwTrans => "ewtrans",
+            ACopy::EwDirectRow => "ewdrow",
+            ACopy::EwDirectCol => "ewdcol",
         }
     }
 
@@ -163,7 +195,9 @@ impl ACopy {
             | ACopy::DirectRow
             | ACopy::DirectCol
             | ACopy::EwCol
-            | ACopy::EwTrans => 0,
+            | ACopy::EwTrans
+            | ACopy::EwDirectRow
+            | ACopy::EwDirectCol => 0,
             ACopy::Row4 => 1,
             ACopy::Row16 => 2,
             ACopy::RowK => 3,
@@ -188,7 +222,8 @@ impl WarpLayout {
 /// kernel; m, n and k are run-time arguments, so one configuration serves every shape of
 /// its sparsity pattern and A layout.
 ///
-/// The decode family (`a_copy` `DirectRow` / `DirectCol`) reads the fields its own way: m_s
+/// The decode families (`a_copy` `DirectRow` / `DirectCol`, and for L = 1 `EwDirectRow` /
+/// `EwDirectCol`) read the fields their own way: m_s
 /// rows of C per block (m_t = m_s), n_s columns per block, n_t columns per lane (4 or 8:
 /// one or two 16-byte loads of a B' row), k_s B' rows per lane in flight per step, `warp` =
 /// warps × 1 (the warps share the block's B' rows), one stage, no packing, min_blocks 1.
@@ -240,7 +275,8 @@ pub fn transposed_lda(m: usize) -> usize {
 
 impl KernelConfig {
     /// A decode-family configuration for A in `layout`: m_s rows of C per block (m_t = m_s),
-    /// block shape (n_s, n_t, k_s, warps), one stage, split-K 1. Not validated.
+    /// block shape (n_s, n_t, k_s, warps), one stage, split-K 1; the element-wise decode
+    /// family's for L = 1. Not validated.
     pub fn decode(
         layout: ALayout,
         m_s: u32,
@@ -248,10 +284,13 @@ impl KernelConfig {
         nm: NmPattern,
         l: u32,
     ) -> Self {
+        let element_wise = crate::problem::is_element_wise(l as usize);
         Self {
-            a_copy: match layout {
-                ALayout::RowMajor => ACopy::DirectRow,
-                ALayout::ColMajor => ACopy::DirectCol,
+            a_copy: match (layout, element_wise) {
+                (ALayout::RowMajor, false) => ACopy::DirectRow,
+                (ALayout::ColMajor, false) => ACopy::DirectCol,
+                (ALayout::RowMajor, true) => ACopy::EwDirectRow,
+                (ALayout::ColMajor, true) => ACopy::EwDirectCol,
             },
             m_s,
             n_s,
@@ -319,13 +358,18 @@ impl KernelConfig {
         self.a_copy.family()
     }
 
+    /// Whether the kernel reads D as the stored u8 window positions ([`Family::reads_byte_indices`]).
+    pub fn reads_byte_indices(&self) -> bool {
+        self.family().reads_byte_indices()
+    }
+
     /// Threads per block: (m_s/m_t)·(n_s/n_t); decode and element-wise: 32 per warp.
     pub fn threads(&self) -> u32 {
         match self.family() {
             Family::Tiled => {
                 (self.m_s / self.m_t.max(1)).saturating_mul(self.n_s / self.n_t.max(1))
             }
-            Family::Decode | Family::Ew => 32u32
+            Family::Decode | Family::Ew | Family::EwDecode => 32u32
                 .saturating_mul(self.warp.rows)
                 .saturating_mul(self.warp.cols),
         }
@@ -352,7 +396,7 @@ impl KernelConfig {
     pub fn a_stride(&self) -> u32 {
         match self.a_copy {
             ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => self.m_s,
-            ACopy::DirectRow | ACopy::DirectCol => 0,
+            ACopy::DirectRow | ACopy::DirectCol | ACopy::EwDirectRow | ACopy::EwDirectCol => 0,
             ACopy::Row4 | ACopy::Row16 => self.m_s.saturating_add(4),
             ACopy::RowK => self.k_s.saturating_add(4),
         }
@@ -387,7 +431,7 @@ impl KernelConfig {
             Family::Tiled | Family::Ew => 4u32
                 .saturating_mul(self.stage_floats())
                 .saturating_mul(self.stages),
-            Family::Decode => (self.threads() / 32)
+            Family::Decode | Family::EwDecode => (self.threads() / 32)
                 .saturating_mul(4)
                 .saturating_mul(self.m_s)
                 .saturating_mul(self.n_s),

@@ -71,11 +71,14 @@ pub fn k_s_ladder(m: u32) -> Vec<u32> {
 /// Every valid configuration for pattern `nm`, vector length `l` and A layout `layout` on
 /// `gpu`: the product of the parameter lists above, filtered by [`validate`], with the
 /// [`K_S_CHOICES`] largest fitting k_s for each combination of the other parameters. Sorted
-/// and free of duplicates. Element-wise N:M (L = 1) has its own family and only it: neither
-/// other family runs L = 1.
+/// and free of duplicates. Element-wise N:M (L = 1) has its own two families and only them
+/// (the element-wise one and its decode family): no other family runs L = 1.
 pub fn search_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
     if is_element_wise(l as usize) {
-        return ew_space(nm, layout, gpu);
+        let mut configs = ew_space(nm, layout, gpu);
+        configs.extend(decode_space(nm, l, layout, gpu));
+        configs.sort();
+        return configs;
     }
     let mut configs = decode_space(nm, l, layout, gpu);
     for base in base_configs(nm, l, layout) {
@@ -157,8 +160,8 @@ fn fitting_k_s(base: &KernelConfig, gpu: &GpuProfile) -> Vec<u32> {
         .collect()
 }
 
-/// Every valid decode-family configuration for `nm`, `l` and `layout` on `gpu`: the product
-/// of the `DECODE_*` lists.
+/// Every valid decode-family configuration for `nm`, `l` and `layout` on `gpu` (the
+/// element-wise decode family's for L = 1): the product of the `DECODE_*` lists.
 fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let mut out = Vec::new();
     for m_s in DECODE_ROWS {

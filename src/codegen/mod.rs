@@ -31,7 +31,8 @@
 //! `<name>_transpose(const float* A, float* At, int m, int k)`, grid = (ceil(k/32),
 //! ceil(m/32), 1), block = (32, 8, 1); the partial sums follow the copy in the workspace.
 //!
-//! The element-wise family (L = 1, [`Family::Ew`]) reads D as bytes and has no col_info:
+//! The element-wise families (L = 1, [`Family::Ew`] and [`Family::EwDecode`]) read D as bytes
+//! and have no col_info:
 //!
 //! ```text
 //! extern "C" __global__ void <name>(

@@ -37,6 +37,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         "nm_spmm_ew.cu.tera",
         include_str!("../../templates/nm_spmm_ew.cu.tera"),
     ),
+    (
+        "nm_spmm_ew_decode.cu.tera",
+        include_str!("../../templates/nm_spmm_ew_decode.cu.tera"),
+    ),
 ];
 
 /// The entry template of a family.
@@ -45,6 +49,7 @@ fn main_template(family: Family) -> &'static str {
         Family::Tiled => "nm_spmm.cu.tera",
         Family::Decode => "nm_spmm_decode.cu.tera",
         Family::Ew => "nm_spmm_ew.cu.tera",
+        Family::EwDecode => "nm_spmm_ew_decode.cu.tera",
     }
 }
 
@@ -94,8 +99,11 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     static LARGE_M: OnceLock<String> = OnceLock::new();
     static DECODE: OnceLock<String> = OnceLock::new();
     static ELEMENT_WISE: OnceLock<String> = OnceLock::new();
+    static ELEMENT_WISE_DECODE: OnceLock<String> = OnceLock::new();
     let families = Family::serving(problem);
-    let cell = if families.contains(&Family::Ew) {
+    let cell = if families.contains(&Family::EwDecode) {
+        &ELEMENT_WISE_DECODE
+    } else if families.contains(&Family::Ew) {
         &ELEMENT_WISE
     } else if families.contains(&Family::Decode) {
         &DECODE
@@ -111,10 +119,12 @@ pub fn family_checksum(family: Family) -> &'static str {
     static TILED: OnceLock<String> = OnceLock::new();
     static DECODE: OnceLock<String> = OnceLock::new();
     static ELEMENT_WISE: OnceLock<String> = OnceLock::new();
+    static ELEMENT_WISE_DECODE: OnceLock<String> = OnceLock::new();
     let cell = match family {
         Family::Tiled => &TILED,
         Family::Decode => &DECODE,
         Family::Ew => &ELEMENT_WISE,
+        Family::EwDecode => &ELEMENT_WISE_DECODE,
     };
     cell.get_or_init(|| checksum_of(&[family]))
 }
@@ -141,7 +151,7 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
         .map_err(|e| CodegenError::Template(describe(&e)))?;
     let context = match cfg.family() {
         Family::Tiled => template_context(cfg, name),
-        Family::Decode => decode_context(cfg, name),
+        Family::Decode | Family::EwDecode => decode_context(cfg, name),
         Family::Ew => ew_context(cfg, name),
     };
     tera.render(main_template(cfg.family()), &context)

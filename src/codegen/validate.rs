@@ -1,8 +1,9 @@
 //! Which configurations the kernel template supports, and which fit a GPU and a problem.
 //!
 //! Every rule here mirrors an assumption of `templates/nm_spmm.cu.tera` or, for the decode
-//! family, `templates/nm_spmm_decode.cu.tera`, or for the element-wise family
-//! `templates/nm_spmm_ew.cu.tera` (most are repeated there as `static_assert`s). A broken rule is reported as
+//! family, `templates/nm_spmm_decode.cu.tera`, for the element-wise family
+//! `templates/nm_spmm_ew.cu.tera`, and for the element-wise decode family
+//! `templates/nm_spmm_ew_decode.cu.tera` (most are repeated there as `static_assert`s). A broken rule is reported as
 //! [`CodegenError::Rejected`] with a reason a human can act on; the first broken rule wins.
 //!
 //! Copy mappings need no divisibility rule of their own: every operand moves with
@@ -96,6 +97,7 @@ pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
         Family::Decode => pattern_rules(cfg)
             .and_then(|_| decode_rules(cfg))
             .and_then(|_| register_rules(cfg)),
+        Family::EwDecode => decode_rules(cfg).and_then(|_| register_rules(cfg)),
         Family::Ew => ew_rules(cfg).and_then(|_| register_rules(cfg)),
     }
     .map_err(|reason| rejected(cfg, reason))
@@ -165,6 +167,10 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     match cfg.family() {
         // Accumulators, the k_s rows of B' in flight with their indices, overhead.
         Family::Decode => return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + 1) + REGISTER_OVERHEAD,
+        // The same, with an index word per 4 columns of every row in flight.
+        Family::EwDecode => {
+            return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + cfg.n_t / 4 + 1) + REGISTER_OVERHEAD
+        }
         // Accumulators; two columns' operands in flight (m_t of A, a float4 of B', the index
         // word), overhead.
         Family::Ew => {
@@ -220,7 +226,7 @@ impl CopyMaps {
         let threads = cfg.threads().max(32);
         let a_rows = cfg.a_rows();
         let a_units = match cfg.a_copy {
-            ACopy::DirectRow | ACopy::DirectCol => 0,
+            ACopy::DirectRow | ACopy::DirectCol | ACopy::EwDirectRow | ACopy::EwDirectCol => 0,
             ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => {
                 let per_column = (cfg.m_s / 4).max(1);
                 let along = gcd(per_column, threads);
@@ -357,7 +363,9 @@ fn copy_rules(cfg: &KernelConfig) -> Rule {
         | ACopy::DirectRow
         | ACopy::DirectCol
         | ACopy::EwCol
-        | ACopy::EwTrans => Ok(()),
+        | ACopy::EwTrans
+        | ACopy::EwDirectRow
+        | ACopy::EwDirectCol => Ok(()),
         ACopy::Row16 | ACopy::RowK => {
             rule(!cfg.packing, || {
                 format!("the {path} path copies whole k_s windows 16 bytes of a row at a time; packing gathers columns one by one (use arow4)")
@@ -417,8 +425,10 @@ fn register_rules(cfg: &KernelConfig) -> Rule {
     })
 }
 
-/// The decode template's shape: few rows, lanes that split a warp evenly, one stage.
+/// The decode templates' shape: few rows, lanes that split a warp evenly, one stage; a
+/// lane's columns in one column group (L ≥ 4), or for the element-wise decode family L = 1.
 fn decode_rules(cfg: &KernelConfig) -> Rule {
+    NmPattern::new(cfg.nm.n, cfg.nm.m).map_err(|e| e.to_string())?;
     let (m_s, n_s, n_t, k_s, l) = (cfg.m_s, cfg.n_s, cfg.n_t, cfg.k_s, cfg.l);
     rule(matches!(m_s, 1 | 2 | 4) && cfg.m_t == m_s, || {
         format!(
@@ -436,9 +446,15 @@ fn decode_rules(cfg: &KernelConfig) -> Rule {
             format!("decode kernels need n_s={n_s} ≤ {DECODE_MAX_COLUMNS} split into n_s/n_t lanes that divide a warp's 32 (n_t={n_t})")
         },
     )?;
-    rule(l % n_t == 0, || {
-        format!("a decode lane's n_t={n_t} columns must lie in one column group of L={l}")
-    })?;
+    if cfg.family() == Family::EwDecode {
+        rule(l as usize == ELEMENT_WISE_L, || {
+            format!("element-wise decode kernels (ewdrow, ewdcol) serve L = {ELEMENT_WISE_L} only, not L={l}")
+        })?;
+    } else {
+        rule(l % n_t == 0, || {
+            format!("a decode lane's n_t={n_t} columns must lie in one column group of L={l} (L = {ELEMENT_WISE_L} has the ewdrow and ewdcol kernels)")
+        })?;
+    }
     rule((1..=DECODE_MAX_UNROLL).contains(&k_s), || {
         format!("decode kernels keep k_s = 1 to {DECODE_MAX_UNROLL} B' rows per lane in flight, not {k_s}")
     })?;
@@ -605,7 +621,7 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     rule(problem.n % 4 == 0, || {
         format!("n={} must be a multiple of 4", problem.n)
     })?;
-    if cfg.family() == Family::Decode {
+    if cfg.a_copy.is_direct() {
         rule(problem.is_decode(), || {
             format!(
                 "the decode family serves m ≤ {DECODE_MAX_M} (it reads the weight once per m_s rows), not m={}",

@@ -1,7 +1,7 @@
 //! Compiled kernels loaded on the GPU, keyed by the kernel they were compiled from, and the
 //! one launch path every caller (tuner, runtime, tests) uses.
 
-use crate::codegen::{self, Family, KernelConfig};
+use crate::codegen::{self, KernelConfig};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -238,9 +238,9 @@ impl LoadedKernel {
     }
 }
 
-/// The element-wise family reads D as bytes, the others as i32 (codegen's kernel ABI).
+/// The element-wise families read D as bytes, the others as i32 (codegen's kernel ABI).
 fn check_index_operand(cfg: &KernelConfig, indices: &IndexOperand<'_>) -> Result<(), GpuError> {
-    let bytes = cfg.family() == Family::Ew;
+    let bytes = cfg.reads_byte_indices();
     if bytes == matches!(indices, IndexOperand::Bytes(_)) {
         return Ok(());
     }

@@ -70,15 +70,16 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         .then_some(cfg)
 }
 
-/// The configuration `problem` gets without a measurement: for an element-wise problem
-/// (L = 1) the element-wise family's default, for a decode problem the decode family's, else
+/// The configuration `problem` gets without a measurement: for a decode problem the decode
+/// family's default (the element-wise decode family's for L = 1), for another element-wise
+/// problem (L = 1) the element-wise family's, else
 /// Table I for its size class, the other classes, then the model's best valid configuration.
 /// None only when no configuration of the template families can run the problem (an L that
 /// is neither 1 nor a multiple of 4, say).
 pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
     let first = class_of(problem);
-    ew_default(problem, gpu)
-        .or_else(|| decode_default(problem, gpu))
+    decode_default(problem, gpu)
+        .or_else(|| ew_default(problem, gpu))
         .or_else(|| {
             std::iter::once(first)
                 .chain((0..CLASSES).filter(|&c| c != first))
@@ -89,7 +90,8 @@ pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfi
 
 /// The decode family's block shape that won most often when the H100 first tuned
 /// `shapes/decode.yaml` (docs/perf-log.md, "The decode family in the tree"): 32 columns, 8
-/// per lane, 4 rows in flight, 16 warps, as many rows per block as m needs (up to 4).
+/// per lane, 4 rows in flight, 16 warps, as many rows per block as m needs (up to 4). The
+/// element-wise decode family (L = 1) starts from the same shape.
 pub fn decode_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
     let cfg = decode_config(problem, (32, 8, 4, 16));
     (problem.is_decode()

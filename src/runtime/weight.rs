@@ -9,7 +9,7 @@
 //! ([`crate::kernels::upload_compressed`], [`DeviceColInfos`](crate::kernels::DeviceColInfos)).
 
 use super::RuntimeError;
-use crate::codegen::{Family, KernelConfig};
+use crate::codegen::KernelConfig;
 use crate::format::{self, ColInfo, CompressedWeight, Padding};
 use crate::problem::{NmPattern, Problem, ProblemError};
 
@@ -180,7 +180,7 @@ impl PreparedWeight {
     /// it packs.
     pub fn host_buffers(&self, config: &KernelConfig) -> Result<HostBuffers<'_>, RuntimeError> {
         let w = &self.weight;
-        if config.family() == Family::Ew {
+        if config.reads_byte_indices() {
             return Ok(HostBuffers {
                 values: &w.values,
                 indices: HostIndices::Bytes(&w.indices),

@@ -65,7 +65,20 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             }
             picked
         }
-        Strategy::Pruned if problem.is_element_wise() => ew_candidates(space, problem, gpu),
+        Strategy::Pruned if problem.is_element_wise() => {
+            let decode = decode_candidates(&space, problem, gpu);
+            let tiles = space
+                .into_iter()
+                .filter(|c| !c.a_copy.is_direct())
+                .collect();
+            let mut picked = ew_candidates(tiles, problem, gpu);
+            for seed in decode {
+                if !picked.contains(&seed) {
+                    picked.push(seed);
+                }
+            }
+            picked
+        }
         Strategy::Pruned => {
             let decode = decode_candidates(&space, problem, gpu);
             // Up to m = 4 rows per block the decode family won every problem of the first
@@ -115,14 +128,15 @@ const DECODE_SEEDS: [(u32, u32, u32, u32); 6] = [
     (32, 4, 8, 16),
 ];
 
-/// The decode family's candidates for a decode problem (none for larger m): the seeds with
-/// the split factors the model prefers, and the model's [`DECODE_TOP`] of `space`.
+/// The decode family's candidates for a decode problem (none for larger m; the element-wise
+/// decode family's for L = 1): the seeds with the split factors the model prefers, and the
+/// model's [`DECODE_TOP`] of `space`.
 fn decode_candidates(
     space: &[KernelConfig],
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    if !Family::serving(problem).contains(&Family::Decode) {
+    if !Family::serving(problem).iter().any(Family::is_direct) {
         return Vec::new();
     }
     let mut picked: Vec<KernelConfig> = Vec::new();
@@ -158,8 +172,8 @@ const EW_SEEDS: [EwShape; 7] = [
     EwShape::new(4, 4, 2, 1, 3, 1),
 ];
 
-/// The pruned candidates of an element-wise problem (`space` holds the element-wise family
-/// only): the model's [`PRUNED_TOP`] among those the split-K rule allows, then the
+/// The pruned candidates of an element-wise problem among the element-wise family's
+/// (`space` holds no other): the model's [`PRUNED_TOP`] among those the split-K rule allows, then the
 /// [`EW_SEEDS`] with their split-K factors.
 fn ew_candidates(
     space: Vec<KernelConfig>,
