@@ -167,9 +167,18 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     match cfg.family() {
         // Accumulators, the k_s rows of B' in flight with their indices, overhead.
         Family::Decode => return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + 1) + REGISTER_OVERHEAD,
-        // The same, with an index word per 4 columns of every row in flight.
+        // The same with an index word per 4 columns of every row in flight, and part of the
+        // rows' A values, which ptxas loads ahead of their FMAs: half of them when A comes
+        // one float at a time, an eighth with 16-byte loads of column-major A (fitted to its
+        // reports for the kernel shapes of the first tuning: the estimate rejects exactly the
+        // shapes that spilled; docs/perf-log.md, session 15).
         Family::EwDecode => {
-            return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + cfg.n_t / 4 + 1) + REGISTER_OVERHEAD
+            let vector_a = cfg.a_layout() == crate::problem::ALayout::ColMajor && cfg.m_s == 4;
+            let ahead = cfg.k_s * cfg.n_t * cfg.m_s / if vector_a { 8 } else { 2 };
+            return cfg.m_s * cfg.n_t
+                + cfg.k_s * (cfg.n_t + cfg.n_t / 4 + 1)
+                + ahead
+                + REGISTER_OVERHEAD;
         }
         // Accumulators; two columns' operands in flight (m_t of A, a float4 of B', the index
         // word), overhead.

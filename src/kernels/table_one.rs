@@ -93,12 +93,21 @@ pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfi
 /// per lane, 4 rows in flight, 16 warps, as many rows per block as m needs (up to 4). The
 /// element-wise decode family (L = 1) starts from the same shape.
 pub fn decode_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
-    let cfg = decode_config(problem, (32, 8, 4, 16));
-    (problem.is_decode()
-        && validate::validate(&cfg, gpu).is_ok()
-        && validate::validate_for_problem(&cfg, problem).is_ok())
-    .then_some(cfg)
+    if !problem.is_decode() {
+        return None;
+    }
+    DECODE_DEFAULT_SHAPES
+        .iter()
+        .map(|&shape| decode_config(problem, shape))
+        .find(|cfg| {
+            validate::validate(cfg, gpu).is_ok()
+                && validate::validate_for_problem(cfg, problem).is_ok()
+        })
 }
+
+/// The decode default's block shape (n_s, n_t, k_s, warps), then the same with 8 warps: the
+/// element-wise decode family's 4-row blocks need more registers than 16 warps leave.
+const DECODE_DEFAULT_SHAPES: [(u32, u32, u32, u32); 2] = [(32, 8, 4, 16), (32, 8, 4, 8)];
 
 /// A decode-family configuration for `problem` with block shape (n_s, n_t, k_s, warps) and
 /// as many rows per block as m needs, up to [`validate::DECODE_MAX_ROWS`]; split-K 1, not
