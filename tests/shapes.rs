@@ -389,3 +389,43 @@ fn absurd_nesting_or_size_is_refused_at_once() {
     let err = load(&file).unwrap_err();
     assert!(err.message.contains("larger than"), "{err}");
 }
+
+#[test]
+fn a_list_of_vector_lengths_tunes_each_and_bad_lists_are_errors() {
+    let set = load(&repo_file("decode.yaml")).unwrap();
+    assert_eq!(set.len(), 800);
+    for l in [32, 1] {
+        let at_l = set.problems().iter().filter(|p| p.l == l).count();
+        assert_eq!(at_l, 400, "L={l}");
+    }
+    // A layer's list overrides the defaults' single value.
+    let set = parse(
+        "defaults: { m: 4, sparsity: \"8:32\", L: 32 }\n\
+         layers:\n  - { n: 256, k: 256, L: [32, 1, 4] }\n",
+        "test.yaml",
+    )
+    .unwrap();
+    let ls: Vec<usize> = set.problems().iter().map(|p| p.l).collect();
+    assert_eq!(ls, [32, 1, 4]);
+    for (text, says) in [
+        (
+            "defaults: { m: 4, sparsity: \"8:32\", L: [] }\nlayers:\n  - { n: 256, k: 256 }\n",
+            "L list is empty",
+        ),
+        (
+            "defaults: { m: 4, sparsity: \"8:32\", L: [32, 0] }\nlayers:\n  - { n: 256, k: 256 }\n",
+            "L=0 must be between 1 and 128",
+        ),
+        (
+            "defaults: { m: 4, sparsity: \"8:32\", L: [32, x] }\nlayers:\n  - { n: 256, k: 256 }\n",
+            "L must be a positive integer or a list of them",
+        ),
+        (
+            "defaults: { m: 4, sparsity: \"8:32\" }\nlayers:\n  - { n: 256, k: 256, L: [200] }\n",
+            "L=200 must be between 1 and 128",
+        ),
+    ] {
+        let shown = parse_err(text).to_string();
+        assert!(shown.contains(says), "{shown}");
+    }
+}
