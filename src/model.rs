@@ -344,8 +344,7 @@ fn predict_decode(
 /// Loads of A an element-wise decode lane issues for one column of A: one 16-byte load of
 /// 4 rows of column-major A, else one per row.
 fn a_loads_per_column(cfg: &KernelConfig) -> f64 {
-    let col = cfg.a_layout() == crate::problem::ALayout::ColMajor;
-    if col && cfg.m_s == 4 {
+    if cfg.loads_a_column_as_float4() {
         1.0
     } else {
         cfg.m_s as f64

@@ -358,6 +358,13 @@ impl KernelConfig {
         self.a_copy.family()
     }
 
+    /// Whether a decode lane reads the m_s values of A in one column with one 16-byte load:
+    /// column-major A and 4 rows per block (the decode templates' `load_a`), else one load
+    /// per row.
+    pub fn loads_a_column_as_float4(&self) -> bool {
+        self.a_copy.is_direct() && self.a_layout() == ALayout::ColMajor && self.m_s == 4
+    }
+
     /// Whether the kernel reads D as the stored u8 window positions ([`Family::reads_byte_indices`]).
     pub fn reads_byte_indices(&self) -> bool {
         self.family().reads_byte_indices()

@@ -173,8 +173,8 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
         // reports for the kernel shapes of the first tuning: the estimate rejects exactly the
         // shapes that spilled; docs/perf-log.md, session 15).
         Family::EwDecode => {
-            let vector_a = cfg.a_layout() == crate::problem::ALayout::ColMajor && cfg.m_s == 4;
-            let ahead = cfg.k_s * cfg.n_t * cfg.m_s / if vector_a { 8 } else { 2 };
+            let share = if cfg.loads_a_column_as_float4() { 8 } else { 2 };
+            let ahead = cfg.k_s * cfg.n_t * cfg.m_s / share;
             return cfg.m_s * cfg.n_t
                 + cfg.k_s * (cfg.n_t + cfg.n_t / 4 + 1)
                 + ahead
