@@ -357,3 +357,103 @@ fn the_element_wise_family_matches_the_cpu_reference() {
     assert!(checked > configs.len(), "too few pairs checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The decode families launch as programmatic dependents of the kernel before them (sm_90+)
+/// and prefetch their weight before they wait for it: a chain of layers queued back to back,
+/// each reading the previous one's output as its A and all sharing one split-K workspace,
+/// must still match the CPU reference layer by layer. Square layers, row-major A (the
+/// output of one layer is the next one's row-major A), both decode families, split-K 1 and 3.
+#[test]
+fn decode_layers_queued_back_to_back_read_each_previous_output() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    const LAYERS: usize = 6;
+    const WIDTH: usize = 1024;
+    let mut configs = Vec::new();
+    for (nm, l) in [((4, 32), 32), ((16, 32), 32), ((8, 32), 1)] {
+        let nm = NmPattern::new(nm.0, nm.1).unwrap();
+        for m_s in [1, 4] {
+            for split_k in [1, 3] {
+                let base = KernelConfig::decode(ALayout::RowMajor, m_s, (64, 8, 4, 8), nm, l);
+                configs.push(KernelConfig { split_k, ..base });
+            }
+        }
+    }
+    let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
+    let built = build_all(&configs, &gpu.profile().arch(), &cache);
+    let mut failures = Vec::new();
+    for (i, cfg) in configs.iter().enumerate() {
+        let Some(kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
+            continue;
+        };
+        let m = 3;
+        let mut rng = SmallRng::seed_from_u64(200 + i as u64);
+        let weights: Vec<CompressedWeight> = (0..LAYERS)
+            .map(|_| {
+                let dense = random(WIDTH * WIDTH, &mut rng);
+                format::prune_and_compress(&dense, WIDTH, WIDTH, cfg.nm, cfg.l as usize)
+                    .unwrap()
+                    .0
+            })
+            .collect();
+        // alpha = 1/sqrt(w) keeps every layer's output of order one.
+        let alpha = 1.0 / (weights[0].values.len() as f32 / WIDTH as f32).sqrt();
+        let mut want = vec![random(m * WIDTH, &mut rng)];
+        for w in &weights {
+            let mut next = vec![0.0f32; m * WIDTH];
+            reference::spmm(want.last().unwrap(), m, w, alpha, 0.0, &mut next).unwrap();
+            want.push(next);
+        }
+        let values: Vec<_> = weights
+            .iter()
+            .map(|w| gpu.upload(&w.values).unwrap())
+            .collect();
+        let wide: Vec<_> = weights
+            .iter()
+            .map(|w| gpu.upload(&w.indices_i32()).unwrap())
+            .collect();
+        let bytes: Vec<_> = weights
+            .iter()
+            .map(|w| gpu.upload(&w.indices).unwrap())
+            .collect();
+        let mut acts: Vec<_> = (0..=LAYERS)
+            .map(|j| match j {
+                0 => gpu.upload(&want[0]).unwrap(),
+                _ => gpu.upload(&vec![f32::NAN; m * WIDTH]).unwrap(),
+            })
+            .collect();
+        let shape = (m, WIDTH, WIDTH);
+        let mut ws = gpu
+            .alloc(kernel.workspace_len(m, WIDTH, WIDTH).max(1))
+            .unwrap();
+        for layer in 0..LAYERS {
+            let (done, rest) = acts.split_at_mut(layer + 1);
+            let indices = if cfg.reads_byte_indices() {
+                IndexOperand::Bytes(&bytes[layer])
+            } else {
+                IndexOperand::plain(&wide[layer])
+            };
+            let bufs = LaunchBuffers {
+                a: &done[layer],
+                b_values: &values[layer],
+                indices,
+                c: &mut rest[0],
+                workspace: &mut ws,
+            };
+            kernel.launch(&gpu, bufs, shape, alpha, 0.0).unwrap();
+        }
+        gpu.synchronize().unwrap();
+        for layer in 1..=LAYERS {
+            let got = gpu.download(&acts[layer]).unwrap();
+            let err = reference::relative_error(&got, &want[layer]);
+            if err.is_nan() || err >= BOUND {
+                failures.push(format!("{} layer {layer}: rel error {err:.3e}", cfg.name()));
+            }
+        }
+    }
+    eprintln!(
+        "decode chains: {} configurations × {LAYERS} layers, {} failed",
+        configs.len(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

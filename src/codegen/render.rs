@@ -41,22 +41,30 @@ const TEMPLATES: &[(&str, &str)] = &[
         "nm_spmm_ew_decode.cu.tera",
         include_str!("../../templates/nm_spmm_ew_decode.cu.tera"),
     ),
+    (
+        "decode_common.cu.tera",
+        include_str!("../../templates/decode_common.cu.tera"),
+    ),
 ];
 
-/// The entry template of a family.
-fn main_template(family: Family) -> &'static str {
+/// The templates that shape a family's modules: its entry template, the split-K reduction
+/// every module defines and, for the two decode families, the code they share. The entry
+/// template comes first.
+fn family_templates(family: Family) -> &'static [&'static str] {
     match family {
-        Family::Tiled => "nm_spmm.cu.tera",
-        Family::Decode => "nm_spmm_decode.cu.tera",
-        Family::Ew => "nm_spmm_ew.cu.tera",
-        Family::EwDecode => "nm_spmm_ew_decode.cu.tera",
+        Family::Tiled => &["nm_spmm.cu.tera", "split_k_reduce.cu.tera"],
+        Family::Ew => &["nm_spmm_ew.cu.tera", "split_k_reduce.cu.tera"],
+        Family::Decode => &[
+            "nm_spmm_decode.cu.tera",
+            "decode_common.cu.tera",
+            "split_k_reduce.cu.tera",
+        ],
+        Family::EwDecode => &[
+            "nm_spmm_ew_decode.cu.tera",
+            "decode_common.cu.tera",
+            "split_k_reduce.cu.tera",
+        ],
     }
-}
-
-/// The templates that shape a family's modules: its entry template and the split-K
-/// reduction every module defines.
-fn family_templates(family: Family) -> [&'static str; 2] {
-    [main_template(family), "split_k_reduce.cu.tera"]
 }
 
 /// A rendered CUDA module.
@@ -154,7 +162,7 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
         Family::Decode | Family::EwDecode => decode_context(cfg, name),
         Family::Ew => ew_context(cfg, name),
     };
-    tera.render(main_template(cfg.family()), &context)
+    tera.render(family_templates(cfg.family())[0], &context)
         .map_err(|e| CodegenError::Template(describe(&e)))
 }
 

@@ -7,7 +7,7 @@ use crate::gpu::{Gpu, GpuError};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr,
-    DevicePtrMut, DriverError, LaunchConfig, PushKernelArg,
+    DevicePtrMut, DriverError, LaunchConfig, PushKernelArg, SyncOnDrop,
 };
 use cudarc::nvrtc::Ptx;
 use std::ffi::c_void;
@@ -17,10 +17,12 @@ use std::sync::Arc;
 pub struct LoadedKernel {
     pub config: KernelConfig,
     main: CudaFunction,
-    /// The split-K reduction launches as a programmatic dependent of the main kernel (sm_90+:
-    /// its launch overlaps the main kernel's tail; +1 to +1.5 % at m = 256 on the H100,
-    /// docs/perf-log.md).
-    reduce_dependent: bool,
+    /// sm_90+: the split-K reduction launches as a programmatic dependent of the main kernel
+    /// (its launch overlaps the main kernel's tail; +1 to +1.5 % at m = 256 on the H100), and
+    /// so do the decode families' main kernels, of whatever kernel precedes them (a decode
+    /// step's previous layer): their first loads of the weight overlap its tail
+    /// (docs/design.md, "Programmatic dependent launch").
+    programmatic: bool,
     reduce: Option<CudaFunction>,
     /// The `Transposed` path's first pass.
     transpose: Option<CudaFunction>,
@@ -122,12 +124,12 @@ impl LoadedKernel {
         let (major, _) = ctx
             .compute_capability()
             .map_err(driver_err("reading the compute capability"))?;
-        let reduce_dependent = major >= PROGRAMMATIC_LAUNCH_MAJOR;
+        let programmatic = major >= PROGRAMMATIC_LAUNCH_MAJOR;
         let transpose = function(config.a_copy.transposes_a(), "transpose")?;
         Ok(Self {
             config,
             main,
-            reduce_dependent,
+            programmatic,
             reduce,
             transpose,
             _module: module,
@@ -175,35 +177,50 @@ impl LoadedKernel {
         let (m32, n32, k32) = (m as i32, n as i32, k as i32);
         let (mut transposed, mut partials) =
             bufs.workspace.split_at_mut(cfg.transposed_floats(m, k));
-        let mut main = stream.launch_builder(&self.main);
-        if let Some(transpose) = &self.transpose {
-            let grid = LaunchConfig {
-                grid_dim: (k.div_ceil(32) as u32, m.div_ceil(32) as u32, 1),
-                block_dim: (32, 8, 1),
-                shared_mem_bytes: 0,
+        if self.programmatic && cfg.family().is_direct() {
+            let args = MainArgs {
+                a: bufs.a,
+                b_values: bufs.b_values,
+                indices: &bufs.indices,
+                c: &mut *bufs.c,
+                partials: &mut partials,
+                scalars: (m32, n32, k32, alpha, beta),
             };
-            let mut launch = stream.launch_builder(transpose);
-            launch.arg(bufs.a).arg(&mut transposed).arg(&m32).arg(&k32);
-            // SAFETY: matches the `_transpose` ABI; `transposed` holds transposed_lda(m)·k floats.
-            unsafe { launch.launch(grid) }
-                .map_err(driver_err(format!("launching {}_transpose", cfg.name())))?;
-            main.arg(&mut transposed);
+            launch_main_dependent(stream, &self.main, grid, args)
+                .map_err(driver_err(format!("launching {}", cfg.name())))?;
         } else {
-            main.arg(bufs.a);
+            let mut main = stream.launch_builder(&self.main);
+            if let Some(transpose) = &self.transpose {
+                let grid = LaunchConfig {
+                    grid_dim: (k.div_ceil(32) as u32, m.div_ceil(32) as u32, 1),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: 0,
+                };
+                let mut launch = stream.launch_builder(transpose);
+                launch.arg(bufs.a).arg(&mut transposed).arg(&m32).arg(&k32);
+                // SAFETY: matches the `_transpose` ABI; `transposed` holds transposed_lda(m)·k
+                // floats.
+                unsafe { launch.launch(grid) }
+                    .map_err(driver_err(format!("launching {}_transpose", cfg.name())))?;
+                main.arg(&mut transposed);
+            } else {
+                main.arg(bufs.a);
+            }
+            main.arg(bufs.b_values);
+            match &bufs.indices {
+                IndexOperand::Wide {
+                    d,
+                    col_info,
+                    col_count,
+                } => main.arg(*d).arg(*col_info).arg(*col_count),
+                IndexOperand::Bytes(d) => main.arg(*d),
+            };
+            main.arg(&mut *bufs.c).arg(&mut partials);
+            main.arg(&m32).arg(&n32).arg(&k32).arg(&alpha).arg(&beta);
+            // SAFETY: argument list matches the kernel ABI of codegen; sizes checked by callers.
+            unsafe { main.launch(grid) }
+                .map_err(driver_err(format!("launching {}", cfg.name())))?;
         }
-        main.arg(bufs.b_values);
-        match &bufs.indices {
-            IndexOperand::Wide {
-                d,
-                col_info,
-                col_count,
-            } => main.arg(*d).arg(*col_info).arg(*col_count),
-            IndexOperand::Bytes(d) => main.arg(*d),
-        };
-        main.arg(&mut *bufs.c).arg(&mut partials);
-        main.arg(&m32).arg(&n32).arg(&k32).arg(&alpha).arg(&beta);
-        // SAFETY: argument list matches the kernel ABI of codegen; sizes checked by callers.
-        unsafe { main.launch(grid) }.map_err(driver_err(format!("launching {}", cfg.name())))?;
         if let Some(reduce) = &self.reduce {
             let split = cfg.split_k as i32;
             let blocks = (m * n).div_ceil(4 * 256).max(1) as u32;
@@ -212,7 +229,7 @@ impl LoadedKernel {
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            if self.reduce_dependent {
+            if self.programmatic {
                 let args = ReduceArgs {
                     partials: &mut partials,
                     c: bufs.c,
@@ -272,18 +289,108 @@ fn launch_reduce_dependent(
 ) -> Result<(), DriverError> {
     let (ws_ptr, _ws) = args.partials.device_ptr(stream);
     let (c_ptr, _c) = args.c.device_ptr_mut(stream);
-    let mut pointers: [sys::CUdeviceptr; 2] = [ws_ptr, c_ptr];
     let (m, n, split, alpha, beta) = args.scalars;
-    let mut ints = [m, n, split];
-    let mut floats = [alpha, beta];
-    let mut params: Vec<*mut c_void> = Vec::with_capacity(7);
-    params.extend(
-        pointers
+    let mut params = KernelParams::default();
+    params.pointers.extend([ws_ptr, c_ptr]);
+    params.ints.extend([m, n, split]);
+    params.floats.extend([alpha, beta]);
+    // SAFETY: the `_reduce` ABI (workspace, C, m, n, split_k, alpha, beta); the buffers were
+    // sized by the callers and the guards above keep them alive past the launch.
+    unsafe { launch_programmatic(stream, function, grid, params) }
+}
+
+/// A decode family's main-kernel arguments (those families read A directly: no transpose).
+struct MainArgs<'a, 'b> {
+    a: &'a CudaSlice<f32>,
+    b_values: &'a CudaSlice<f32>,
+    indices: &'a IndexOperand<'a>,
+    c: &'a mut CudaSlice<f32>,
+    partials: &'a mut CudaViewMut<'b, f32>,
+    /// m, n, k, alpha, beta.
+    scalars: (i32, i32, i32, f32, f32),
+}
+
+/// Launch a decode family's main kernel as a programmatic dependent of the kernel before it
+/// in the stream (the template waits for that grid before it reads A or writes anything).
+fn launch_main_dependent(
+    stream: &Arc<CudaStream>,
+    function: &CudaFunction,
+    grid: LaunchConfig,
+    args: MainArgs<'_, '_>,
+) -> Result<(), DriverError> {
+    let mut guards = Vec::with_capacity(7);
+    let mut params = KernelParams::default();
+    let mut read = |ptr| keep(&mut guards, ptr);
+    params.pointers.push(read(args.a.device_ptr(stream)));
+    params.pointers.push(read(args.b_values.device_ptr(stream)));
+    match args.indices {
+        IndexOperand::Wide {
+            d,
+            col_info,
+            col_count,
+        } => {
+            params.pointers.push(read(d.device_ptr(stream)));
+            params.pointers.push(read(col_info.device_ptr(stream)));
+            params.pointers.push(read(col_count.device_ptr(stream)));
+        }
+        IndexOperand::Bytes(d) => params.pointers.push(read(d.device_ptr(stream))),
+    }
+    params.pointers.push(read(args.c.device_ptr_mut(stream)));
+    params
+        .pointers
+        .push(read(args.partials.device_ptr_mut(stream)));
+    let (m, n, k, alpha, beta) = args.scalars;
+    params.ints.extend([m, n, k]);
+    params.floats.extend([alpha, beta]);
+    // SAFETY: the main-kernel ABI of codegen (A, B', D [, col_info, col_count], C, workspace,
+    // m, n, k, alpha, beta); sizes checked by the callers, buffers kept alive by `guards`.
+    let launched = unsafe { launch_programmatic(stream, function, grid, params) };
+    drop(guards);
+    launched
+}
+
+/// The pointer of a (pointer, guard) pair, its guard kept until the launch is queued.
+fn keep<'a>(
+    guards: &mut Vec<SyncOnDrop<'a>>,
+    (ptr, guard): (sys::CUdeviceptr, SyncOnDrop<'a>),
+) -> sys::CUdeviceptr {
+    guards.push(guard);
+    ptr
+}
+
+/// A kernel's parameters by kind, in ABI order within each kind: every device pointer, then
+/// every int, then every float (the order of all of codegen's kernel signatures).
+#[derive(Default)]
+struct KernelParams {
+    pointers: Vec<sys::CUdeviceptr>,
+    ints: Vec<i32>,
+    floats: Vec<f32>,
+}
+
+/// Launch `function` with programmatic stream serialization (sm_90+).
+///
+/// # Safety
+/// `params` must match the kernel's signature and its pointers stay valid until the kernel ran.
+unsafe fn launch_programmatic(
+    stream: &Arc<CudaStream>,
+    function: &CudaFunction,
+    grid: LaunchConfig,
+    mut params: KernelParams,
+) -> Result<(), DriverError> {
+    let mut list: Vec<*mut c_void> = Vec::new();
+    list.extend(
+        params
+            .pointers
             .iter_mut()
             .map(|p| p as *mut sys::CUdeviceptr as *mut c_void),
     );
-    params.extend(ints.iter_mut().map(|p| p as *mut i32 as *mut c_void));
-    params.extend(floats.iter_mut().map(|p| p as *mut f32 as *mut c_void));
+    list.extend(params.ints.iter_mut().map(|p| p as *mut i32 as *mut c_void));
+    list.extend(
+        params
+            .floats
+            .iter_mut()
+            .map(|p| p as *mut f32 as *mut c_void),
+    );
     // SAFETY: a zeroed attribute is a valid plain-data value; id and value are set.
     let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -301,13 +408,12 @@ fn launch_reduce_dependent(
         numAttrs: 1,
     };
     stream.context().bind_to_thread()?;
-    // SAFETY: `params` follows the `_reduce` ABI (workspace, C, m, n, split_k, alpha, beta),
-    // every pointee outlives the call, and the buffers were sized by the callers.
+    // SAFETY: the caller vouches for `params`; `list` points into it and both outlive the call.
     unsafe {
         sys::cuLaunchKernelEx(
             &config,
             function.cu_function(),
-            params.as_mut_ptr(),
+            list.as_mut_ptr(),
             std::ptr::null_mut(),
         )
     }
