@@ -152,11 +152,24 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     })
 }
 
+/// The templates, parsed once per process: a search renders thousands of configurations, and
+/// parsing every template again for each was most of a render's time.
+fn parsed_templates() -> Result<&'static tera::Tera, CodegenError> {
+    static PARSED: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
+    PARSED
+        .get_or_init(|| {
+            let mut tera = tera::Tera::default();
+            tera.autoescape_on(vec![]);
+            tera.add_raw_templates(TEMPLATES.iter().copied())
+                .map(|()| tera)
+                .map_err(|e| describe(&e))
+        })
+        .as_ref()
+        .map_err(|e| CodegenError::Template(e.clone()))
+}
+
 fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenError> {
-    let mut tera = tera::Tera::default();
-    tera.autoescape_on(vec![]);
-    tera.add_raw_templates(TEMPLATES.iter().copied())
-        .map_err(|e| CodegenError::Template(describe(&e)))?;
+    let tera = parsed_templates()?;
     let context = match cfg.family() {
         Family::Tiled => template_context(cfg, name),
         Family::Decode | Family::EwDecode => decode_context(cfg, name),
