@@ -1001,7 +1001,8 @@ fn decode_configurations_are_named_validated_and_sized() {
         ..cfg
     })
     .contains("one column group"));
-    assert!(reason(KernelConfig { stages: 2, ..cfg }).contains("one stage"));
+    assert!(reason(KernelConfig { stages: 3, ..cfg }).contains("stages (cp1, cp2)"));
+    validate(&KernelConfig { stages: 2, ..cfg }, &h100()).unwrap();
     assert!(reason(KernelConfig {
         warp: WarpLayout::new(8, 4),
         ..cfg

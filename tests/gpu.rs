@@ -77,15 +77,20 @@ fn config(
 }
 
 /// Decode-family configurations of one pattern: every rows-per-block value, narrow and wide
-/// blocks, one and two loads per lane, an odd unroll, one warp and many, split-K.
+/// blocks, one and two loads per lane, an odd unroll, one warp and many, split-K, one and two
+/// stages of rows in registers.
 fn decode_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
     let mut out = Vec::new();
     for layout in ALayout::ALL {
         for m_s in [1, 2, 4] {
             for shape in [(32, 4, 3, 1), (64, 8, 4, 8), (128, 4, 8, 16)] {
-                for split_k in [1, 3] {
+                for (split_k, stages) in [(1, 1), (3, 1), (1, 2), (3, 2)] {
                     let base = KernelConfig::decode(layout, m_s, shape, nm, l);
-                    out.push(KernelConfig { split_k, ..base });
+                    out.push(KernelConfig {
+                        split_k,
+                        stages,
+                        ..base
+                    });
                 }
             }
         }
@@ -362,7 +367,8 @@ fn the_element_wise_family_matches_the_cpu_reference() {
 /// and prefetch their weight before they wait for it: a chain of layers queued back to back,
 /// each reading the previous one's output as its A and all sharing one split-K workspace,
 /// must still match the CPU reference layer by layer. Square layers, row-major A (the
-/// output of one layer is the next one's row-major A), both decode families, split-K 1 and 3.
+/// output of one layer is the next one's row-major A), both decode families, split-K 1 and 3
+/// (the decode reduction lets the next layer launch at its start), one and two stages.
 #[test]
 fn decode_layers_queued_back_to_back_read_each_previous_output() {
     let Some(gpu) = gpu_or_skip() else { return };
@@ -372,9 +378,13 @@ fn decode_layers_queued_back_to_back_read_each_previous_output() {
     for (nm, l) in [((4, 32), 32), ((16, 32), 32), ((8, 32), 1)] {
         let nm = NmPattern::new(nm.0, nm.1).unwrap();
         for m_s in [1, 4] {
-            for split_k in [1, 3] {
+            for (split_k, stages) in [(1, 1), (3, 1), (1, 2), (3, 2)] {
                 let base = KernelConfig::decode(ALayout::RowMajor, m_s, (64, 8, 4, 8), nm, l);
-                configs.push(KernelConfig { split_k, ..base });
+                configs.push(KernelConfig {
+                    split_k,
+                    stages,
+                    ..base
+                });
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use super::render::compile_key;
 use super::validate::{
-    validate, DECODE_LANE_COLUMNS, EW_LANE_ROWS, EW_WARP_COLUMNS, MIN_BLOCKS, SPLIT_K_VALUES,
+    validate, DECODE_LANE_COLUMNS, DECODE_STAGES, EW_LANE_ROWS, EW_WARP_COLUMNS, MIN_BLOCKS, SPLIT_K_VALUES,
     STAGES,
 };
 use super::{ACopy, EwShape, KernelConfig, WarpLayout};
@@ -169,14 +169,18 @@ fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec
             for n_t in DECODE_LANE_COLUMNS {
                 for k_s in DECODE_UNROLLS {
                     for warps in DECODE_WARPS {
+                        let shape = (n_s, n_t, k_s, warps);
+                        let base = KernelConfig::decode(layout, m_s, shape, nm, l);
                         for split_k in DECODE_SPLITS {
-                            let shape = (n_s, n_t, k_s, warps);
-                            let cfg = KernelConfig {
-                                split_k,
-                                ..KernelConfig::decode(layout, m_s, shape, nm, l)
-                            };
-                            if validate(&cfg, gpu).is_ok() {
-                                out.push(cfg);
+                            for stages in DECODE_STAGES {
+                                let cfg = KernelConfig {
+                                    split_k,
+                                    stages,
+                                    ..base
+                                };
+                                if validate(&cfg, gpu).is_ok() {
+                                    out.push(cfg);
+                                }
                             }
                         }
                     }

@@ -45,11 +45,15 @@ const TEMPLATES: &[(&str, &str)] = &[
         "decode_common.cu.tera",
         include_str!("../../templates/decode_common.cu.tera"),
     ),
+    (
+        "decode_reduce.cu.tera",
+        include_str!("../../templates/decode_reduce.cu.tera"),
+    ),
 ];
 
-/// The templates that shape a family's modules: its entry template, the split-K reduction
-/// every module defines and, for the two decode families, the code they share. The entry
-/// template comes first.
+/// The templates that shape a family's modules: its entry template and the split-K reduction
+/// every module defines (the two decode families: the code they share and their own
+/// reduction, which takes part in their launch protocol). The entry template comes first.
 fn family_templates(family: Family) -> &'static [&'static str] {
     match family {
         Family::Tiled => &["nm_spmm.cu.tera", "split_k_reduce.cu.tera"],
@@ -57,12 +61,12 @@ fn family_templates(family: Family) -> &'static [&'static str] {
         Family::Decode => &[
             "nm_spmm_decode.cu.tera",
             "decode_common.cu.tera",
-            "split_k_reduce.cu.tera",
+            "decode_reduce.cu.tera",
         ],
         Family::EwDecode => &[
             "nm_spmm_ew_decode.cu.tera",
             "decode_common.cu.tera",
-            "split_k_reduce.cu.tera",
+            "decode_reduce.cu.tera",
         ],
     }
 }
@@ -220,6 +224,7 @@ fn decode_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("n_t", &cfg.n_t);
     ctx.insert("k_s", &cfg.k_s);
     ctx.insert("warps", &cfg.warp.rows);
+    ctx.insert("stages", &cfg.stages);
     ctx.insert("n", &cfg.nm.n);
     ctx.insert("m", &cfg.nm.m);
     ctx.insert("l", &cfg.l);

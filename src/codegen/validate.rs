@@ -48,6 +48,9 @@ pub const DECODE_MAX_COLUMNS: u32 = 128;
 pub const DECODE_MAX_UNROLL: u32 = 16;
 /// Decode family: warps per block, at most.
 pub const DECODE_MAX_WARPS: u32 = 32;
+/// Decode family: steps of B' and D rows a warp holds in registers (`stages`, cp1 or cp2):
+/// one, or two with the next step's loads issued before this step's FMAs.
+pub const DECODE_STAGES: [u32; 2] = [1, 2];
 
 /// Element-wise family: rows of C per lane (m_t), one or two 16-byte A loads per column.
 pub const EW_LANE_ROWS: [u32; 2] = [4, 8];
@@ -434,7 +437,7 @@ fn register_rules(cfg: &KernelConfig) -> Rule {
     })
 }
 
-/// The decode templates' shape: few rows, lanes that split a warp evenly, one stage; a
+/// The decode templates' shape: few rows, lanes that split a warp evenly, one or two stages; a
 /// lane's columns in one column group (L ≥ 4), or for the element-wise decode family L = 1.
 fn decode_rules(cfg: &KernelConfig) -> Rule {
     NmPattern::new(cfg.nm.n, cfg.nm.m).map_err(|e| e.to_string())?;
@@ -478,8 +481,12 @@ fn decode_rules(cfg: &KernelConfig) -> Rule {
         },
     )?;
     rule(
-        !cfg.packing && cfg.stages == 1 && cfg.min_blocks == 1,
-        || "decode kernels have no packing, one stage (cp1) and min_blocks 1".to_string(),
+        !cfg.packing && DECODE_STAGES.contains(&cfg.stages) && cfg.min_blocks == 1,
+        || {
+            format!(
+                "decode kernels have no packing, {DECODE_STAGES:?} stages (cp1, cp2) and min_blocks 1"
+            )
+        },
     )?;
     let split_k = cfg.split_k;
     rule(SPLIT_K_VALUES.contains(&split_k), || {

@@ -137,8 +137,8 @@ const DECODE_SEEDS: [(u32, u32, u32, u32); 6] = [
 ];
 
 /// The decode family's candidates for a decode problem (none for larger m; the element-wise
-/// decode family's for L = 1): the seeds with the split factors the model prefers, and the
-/// model's [`DECODE_TOP`] of `space`.
+/// decode family's for L = 1): the seeds with the split factors the model prefers, each with
+/// one and two stages, and the model's [`DECODE_TOP`] of `space`.
 fn decode_candidates(
     space: &[KernelConfig],
     problem: &Problem,
@@ -149,11 +149,16 @@ fn decode_candidates(
     }
     let mut picked: Vec<KernelConfig> = Vec::new();
     for shape in DECODE_SEEDS {
-        picked.extend(with_splits(
-            table_one::decode_config(problem, shape),
-            problem,
-            gpu,
-        ));
+        for seed in with_splits(table_one::decode_config(problem, shape), problem, gpu) {
+            picked.push(seed);
+            // Its register double-buffered twin (cp2): faster where few warps share an SM,
+            // slower where its registers cost a block per SM (docs/perf-log.md, session 17).
+            // Twins that spill are rejected by ptxas's report before timing.
+            let twin = KernelConfig { stages: 2, ..seed };
+            if seed_allowed(&twin, problem, gpu) {
+                picked.push(twin);
+            }
+        }
     }
     let decode: Vec<KernelConfig> = space
         .iter()
