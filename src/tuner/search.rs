@@ -160,9 +160,11 @@ fn decode_candidates(
             }
         }
     }
+    // The model does not tell the stages apart: ranking both would let a shape's twin take the
+    // place of another shape among the top few (it did, session 17).
     let decode: Vec<KernelConfig> = space
         .iter()
-        .filter(|c| c.a_copy.is_direct())
+        .filter(|c| c.a_copy.is_direct() && c.stages == 1)
         .copied()
         .collect();
     picked.extend(ranked(decode, problem, gpu).into_iter().take(DECODE_TOP));
