@@ -574,6 +574,39 @@ mod tests {
     }
 
     #[test]
+    fn decode_problems_time_each_seed_in_both_stages_and_the_models_distinct_shapes() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        for l in [32, 1] {
+            let problem = Problem::new(4, 11008, 4096, NmPattern::new(8, 32).unwrap(), l).unwrap();
+            let space: Vec<KernelConfig> =
+                enumerate::search_space(problem.nm, problem.l as u32, problem.a_layout, &gpu)
+                    .into_iter()
+                    .filter(|c| validate::validate_for_problem(c, &problem).is_ok())
+                    .collect();
+            let picked = decode_candidates(&space, &problem, &gpu);
+            let seed = KernelConfig {
+                split_k: 1,
+                ..table_one::decode_config(&problem, DECODE_SEEDS[2])
+            };
+            assert!(picked.contains(&seed));
+            assert!(picked.contains(&KernelConfig { stages: 2, ..seed }));
+            // The model's picks: its best one-stage shapes, not a shape and its twin.
+            let ranked_shapes: Vec<KernelConfig> = ranked(
+                space
+                    .iter()
+                    .filter(|c| c.a_copy.is_direct() && c.stages == 1)
+                    .copied()
+                    .collect(),
+                &problem,
+                &gpu,
+            );
+            for best in ranked_shapes.iter().take(DECODE_TOP) {
+                assert!(picked.contains(best), "{} missing (L = {l})", best.name());
+            }
+        }
+    }
+
+    #[test]
     fn sample_keeps_the_pruned_picks_and_shares_kernels_across_problems() {
         let gpu = GpuProfile::builtin("h100").unwrap();
         let nm = NmPattern::new(8, 32).unwrap();
