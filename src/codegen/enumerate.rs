@@ -7,8 +7,8 @@
 
 use super::render::compile_key;
 use super::validate::{
-    validate, DECODE_LANE_COLUMNS, DECODE_STAGES, EW_LANE_ROWS, EW_WARP_COLUMNS, MIN_BLOCKS, SPLIT_K_VALUES,
-    STAGES,
+    validate, DECODE_LANE_COLUMNS, DECODE_STAGES, EW_LANE_ROWS, EW_WARP_COLUMNS, MIN_BLOCKS,
+    SPLIT_K_VALUES, STAGES,
 };
 use super::{ACopy, EwShape, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
