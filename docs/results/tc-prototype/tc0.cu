@@ -10,7 +10,7 @@
 //                              rows) and D (w×q int, q = n/L: window position of kept row u
 //                              of column group g)
 //
-// How (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel"):
+// How (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)"):
 // * Block 128 rows × 128 columns = G = 128/L column groups, 8 warps as 2 (m) × 4 (n), warp
 //   tile 64 × 32 (inside one group: L ≥ 32): 4 m16 by 4 n8 `mma.sync.m16n8k16` tiles, 64 FP32
 //   accumulators per thread.
