@@ -19,8 +19,9 @@
 //   column-major A: 16 cp.async of 16 bytes for 128 rows) into the group's dense k-major tile
 //   As[g][KW][128 + 8], and copies the 32 rows of B' into Bs[KW][128 + 8]. So the tensor-core
 //   loop sees dense 128 × 32 by 32 × L products per stage; the G groups gather A separately
-//   (G times the A copies; the union of their rows would be less at G = 4, design.md). Rows padded by 8 bf16 (16 bytes):
-//   the 8 row addresses of an ldmatrix phase fall in 8 different 16-byte bank groups.
+//   (G times the A copies; the union of their rows would be less at G = 4, design.md).
+//   Rows padded by 8 bf16 (16 bytes): the 8 row addresses of an ldmatrix phase fall in 8
+//   different 16-byte bank groups.
 // * Fragments: `ldmatrix.x4.trans` for A (the tile is A transposed) and for B' (k rows of n).
 // * STAGES-deep cp.async ring, one barrier per stage; the D indices of a stage are loaded one
 //   stage ahead into registers, so no global load sits between the barrier and the copies.
