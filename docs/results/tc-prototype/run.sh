@@ -1,8 +1,9 @@
 # Issue 15's first tensor-core prototype on the device (nvcc and cuBLAS of the device image):
 #   bash docs/results/tc-prototype/run.sh   (writes $OUT/tc0.txt)
 # Four shapes (4096³, 4096 × 11008 × 4096, 4096 × 4096 × 11008, 256 × 4096 × 4096) at 16:32,
-# 12:32, 8:32 and 4:32, L = 128: medians of 20 launches of the prototype and of cuBLAS BF16
-# (FP32 compute) on the dense weight, errors against the CPU reference and cuBLAS.
+# 12:32, 8:32 and 4:32, L = 128 and 32, then other block and stage shapes (wn/kw/st) on 4096³
+# and 256 × 4096²: medians of 20 launches of the prototype and of cuBLAS BF16 (FP32 compute)
+# on the dense weight, errors against the CPU reference and cuBLAS. About two minutes.
 set -eu
 here=$(dirname "$0")
 nvcc -O3 -arch=sm_90 -std=c++17 -Xptxas -v "$here/tc0.cu" -o /tmp/tc0 -lcublas > "$OUT/tc0-build.txt" 2>&1

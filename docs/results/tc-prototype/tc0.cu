@@ -1,4 +1,6 @@
-// Issue 15, first prototype (session 17; compiled offline only, not yet run on a GPU):
+// Issue 15, first prototype (session 17; run on an H100 in session 18 with WN = 32, KW = 32,
+// STAGES = 3 only: h100-tc0.txt; the other block and stage shapes were added in session 18 and
+// are compiled offline only, not yet run):
 // vector-wise N:M sparse times dense on BF16 tensor cores, FP32 accumulation, L = 128 (one
 // column group per block), 64 or 32 (two or four), timed beside cuBLAS BF16 (cublasGemmEx, FP32 compute) on the
 // dense weight of the same shape, checked against a CPU reference on the same rounded inputs
@@ -11,14 +13,14 @@
 //                              of column group g)
 //
 // How (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)"):
-// * Block 128 rows × 128 columns = G = 128/L column groups, 8 warps as 2 (m) × 4 (n), warp
-//   tile 64 × 32 (inside one group: L ≥ 32): 4 m16 by 4 n8 `mma.sync.m16n8k16` tiles, 64 FP32
-//   accumulators per thread.
-// * A k-stage is KW = 32 consecutive kept rows u (KW·M/N rows of k). Its copy gathers, for
+// * Block 128 rows × NS = 4·WN columns = G = NS/L column groups, 8 warps as 2 (m) × 4 (n),
+//   warp tile 64 × WN (inside one group: WN divides L): 4 m16 by WN/8 n8
+//   `mma.sync.m16n8k16` tiles, 2·WN FP32 accumulators per thread.
+// * A k-stage is KW consecutive kept rows u (KW·M/N rows of k). Its copy gathers, for
 //   each group g and kept row u, the column kk = (u/N)·M + D[u][g] of A (m contiguous bf16 in
 //   column-major A: 16 cp.async of 16 bytes for 128 rows) into the group's dense k-major tile
-//   As[g][KW][128 + 8], and copies the 32 rows of B' into Bs[KW][128 + 8]. So the tensor-core
-//   loop sees dense 128 × 32 by 32 × L products per stage; the G groups gather A separately
+//   As[g][KW][128 + 8], and copies the KW rows of B' into Bs[KW][NS + 8]. So the tensor-core
+//   loop sees dense 128 × KW by KW × L products per stage; the G groups gather A separately
 //   (G times the A copies; the union of their rows would be less at G = 4, design.md).
 //   Rows padded by 8 bf16 (16 bytes): the 8 row addresses of an ldmatrix phase fall in 8
 //   different 16-byte bank groups.
@@ -59,17 +61,29 @@ using bf16 = __nv_bfloat16;
 
 namespace tc {
 constexpr int MS = 128;          // rows of C per block
-constexpr int NS = 128;          // columns of C per block = L (one column group)
-constexpr int KW = 32;           // kept rows per stage
-constexpr int STAGES = 3;
-constexpr int THREADS = 256;
+constexpr int THREADS = 256;     // 8 warps as 2 (m) x 4 (n)
 constexpr int PAD = 8;           // bf16 of padding per shared row
-constexpr int ROW = MS + PAD;    // As and Bs row length (MS == NS)
-constexpr int TILE = KW * ROW;   // bf16 per tile
-constexpr int CHUNKS = KW * MS / 8;             // 16-byte copies per tile
-constexpr int PER_THREAD = CHUNKS / THREADS;    // 2
-static_assert(MS == NS, "As and Bs share the row length");
-static_assert(CHUNKS % THREADS == 0, "whole copies per thread");
+constexpr int ROW_A = MS + PAD;  // As row length
+
+// The tunable part (session 18 ran WN = 32, KW = 32, STAGES = 3 only): warp tile 64 x WN,
+// block MS x NS with NS = 4·WN, KW kept rows per stage.
+template <int WN, int KW, int STAGES>
+struct Shape {
+    static constexpr int NS = 4 * WN;                  // columns of C per block
+    static constexpr int ROW_B = NS + PAD;             // Bs row length
+    static constexpr int TILE_A = KW * ROW_A;          // bf16 per group's A tile
+    static constexpr int TILE_B = KW * ROW_B;          // bf16 per B' tile
+    static constexpr int A_CHUNKS = KW * MS / 8;       // 16-byte copies per group's A tile
+    static constexpr int B_CHUNKS = KW * NS / 8;       // 16-byte copies per B' tile
+    static constexpr int A_PER_THREAD = A_CHUNKS / THREADS;
+    static constexpr int B_PER_THREAD = B_CHUNKS / THREADS;
+    static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "whole copies per thread");
+    static_assert(WN % 16 == 0 && KW % 16 == 0 && STAGES >= 2, "shape");
+    template <int L>
+    static constexpr size_t smem_bytes() {
+        return static_cast<size_t>(STAGES) * ((NS / L) * TILE_A + TILE_B) * 2;
+    }
+};
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -100,17 +114,20 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 }
 }  // namespace tc
 
-template <int N, int M, int L>
+template <int N, int M, int L, int WN, int KW, int STAGES>
 __global__ void __launch_bounds__(tc::THREADS)
     nm_tc_bf16(const bf16* __restrict__ A, const bf16* __restrict__ B, const int* __restrict__ D,
                bf16* __restrict__ C, int m, int n, int k) {
     using namespace tc;
+    using S = Shape<WN, KW, STAGES>;
+    constexpr int NS = S::NS, TILE_A = S::TILE_A, TILE_B = S::TILE_B, ROW_B = S::ROW_B;
+    constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int G = NS / L;  // column groups per block
     constexpr int A_PER_THREAD = G * PER_THREAD;
-    static_assert(NS % L == 0 && L >= 32, "a warp's 32 columns lie in one group");
+    static_assert(NS % L == 0 && L % WN == 0, "a warp's WN columns lie in one group");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW]
-    bf16* Bs = As + STAGES * G * TILE;             // [STAGES][KW][ROW]
+    bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
+    bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][KW][ROW_B]
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -122,10 +139,13 @@ __global__ void __launch_bounds__(tc::THREADS)
     const int w = k / M * N;
     const int stages_total = w / KW;
 
-    // This thread's copies: chunk c = tid + THREADS·i (of CHUNKS per tile) is kept row c / 16
-    // of the stage, 16-byte piece c % 16 of it; A copy i of group i / PER_THREAD.
+    // This thread's A copies: chunk c = tid + THREADS·i (of A_CHUNKS per group's tile) is kept
+    // row c / 16 of the stage, 16-byte piece c % 16 of it; A copy i of group i / PER_THREAD.
+    // B' copies likewise with NS / 8 pieces per row.
     auto row_of = [&](int i) { return (tid + THREADS * (i % PER_THREAD)) / (MS / 8); };
     auto piece_of = [&](int i) { return (tid + THREADS * (i % PER_THREAD)) % (MS / 8); };
+    auto b_row_of = [&](int i) { return (tid + THREADS * i) / (NS / 8); };
+    auto b_piece_of = [&](int i) { return (tid + THREADS * i) % (NS / 8); };
     // Column of A of each A copy's kept row, for the stage issued next.
     int next_col[A_PER_THREAD];
     auto load_cols = [&](int stage, int (&col)[A_PER_THREAD]) {
@@ -139,19 +159,19 @@ __global__ void __launch_bounds__(tc::THREADS)
     };
     auto issue = [&](int stage, const int (&col)[A_PER_THREAD]) {
         if (stage < stages_total) {
-            bf16* as = As + (stage % STAGES) * G * TILE;
-            bf16* bs = Bs + (stage % STAGES) * TILE;
+            bf16* as = As + (stage % STAGES) * G * TILE_A;
+            bf16* bs = Bs + (stage % STAGES) * TILE_B;
 #pragma unroll
             for (int i = 0; i < A_PER_THREAD; ++i) {
                 const int r = row_of(i), p = piece_of(i) * 8;
-                cp_async16(as + (i / PER_THREAD) * TILE + r * ROW + p,
+                cp_async16(as + (i / PER_THREAD) * TILE_A + r * ROW_A + p,
                            A + static_cast<size_t>(col[i]) * m + m0 + p);
             }
 #pragma unroll
-            for (int i = 0; i < PER_THREAD; ++i) {
-                const int r = row_of(i), p = piece_of(i) * 8;
+            for (int i = 0; i < S::B_PER_THREAD; ++i) {
+                const int r = b_row_of(i), p = b_piece_of(i) * 8;
                 const int u = stage * KW + r;
-                cp_async16(bs + r * ROW + p, B + static_cast<size_t>(u) * n + n0 + p);
+                cp_async16(bs + r * ROW_B + p, B + static_cast<size_t>(u) * n + n0 + p);
             }
         }
         cp_commit();  // an empty group past the end keeps the wait counts uniform
@@ -164,13 +184,14 @@ __global__ void __launch_bounds__(tc::THREADS)
     }
     load_cols(STAGES - 1, next_col);
 
+    constexpr int NJ = WN / 8;        // n8 tiles per warp
     const int wm = (warp / 4) * 64;  // warp tile origin in the block
-    const int wn = (warp % 4) * 32;
-    float acc[4][4][4];
+    const int wn = (warp % 4) * WN;
+    float acc[4][NJ][4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
@@ -185,29 +206,29 @@ __global__ void __launch_bounds__(tc::THREADS)
         issue(s + STAGES - 1, col);
         load_cols(s + STAGES, next_col);
 
-        const bf16* as = As + ((s % STAGES) * G + wn / L) * TILE;  // the warp's group
-        const bf16* bs = Bs + (s % STAGES) * TILE;
+        const bf16* as = As + ((s % STAGES) * G + wn / L) * TILE_A;  // the warp's group
+        const bf16* bs = Bs + (s % STAGES) * TILE_B;
 #pragma unroll
         for (int k16 = 0; k16 < KW; k16 += 16) {
-            uint32_t a[4][4], b[2][4];
+            uint32_t a[4][4], b[NJ / 2][4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 // matrices: (m +0, k +0), (m +8, k +0), (m +0, k +8), (m +8, k +8)
                 const int kk = k16 + lr + 8 * (lj >> 1);
                 const int mm = wm + 16 * i + 8 * (lj & 1);
-                tc::ldsm_x4_trans(a[i], as + kk * ROW + mm);
+                tc::ldsm_x4_trans(a[i], as + kk * ROW_A + mm);
             }
 #pragma unroll
-            for (int jj = 0; jj < 2; ++jj) {
+            for (int jj = 0; jj < NJ / 2; ++jj) {
                 // matrices: (k +0, n +0), (k +8, n +0), (k +0, n +8), (k +8, n +8)
                 const int kk = k16 + lr + 8 * (lj & 1);
                 const int nn = wn + 16 * jj + 8 * (lj >> 1);
-                tc::ldsm_x4_trans(b[jj], bs + kk * ROW + nn);
+                tc::ldsm_x4_trans(b[jj], bs + kk * ROW_B + nn);
             }
 #pragma unroll
             for (int i = 0; i < 4; ++i)
 #pragma unroll
-                for (int j = 0; j < 4; ++j)
+                for (int j = 0; j < NJ; ++j)
                     tc::mma_bf16(acc[i][j], a[i], b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]);
         }
     }
@@ -218,7 +239,7 @@ __global__ void __launch_bounds__(tc::THREADS)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = m0 + wm + 16 * i + gid + 8 * h;
@@ -287,7 +308,7 @@ static float median_ms(int runs, F launch) {
     return t[runs / 2];
 }
 
-template <int N, int M, int L>
+template <int N, int M, int L, int WN = 32, int KW = 32, int STAGES = 3>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
@@ -313,11 +334,13 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
-    const size_t smem = (tc::NS / L + 1) * tc::STAGES * tc::TILE * sizeof(bf16);
-    CHECK(cudaFuncSetAttribute(nm_tc_bf16<N, M, L>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    using S = tc::Shape<WN, KW, STAGES>;
+    const auto kernel = nm_tc_bf16<N, M, L, WN, KW, STAGES>;
+    const size_t smem = S::template smem_bytes<L>();
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
-    const dim3 grid(n / tc::NS, m / tc::MS);
-    auto ours = [&] { nm_tc_bf16<N, M, L><<<grid, tc::THREADS, smem>>>(dA, dB, dD, dC, m, n, k); };
+    const dim3 grid(n / S::NS, m / tc::MS);
+    auto ours = [&] { kernel<<<grid, tc::THREADS, smem>>>(dA, dB, dD, dC, m, n, k); };
     // cuBLAS, column-major: C^T (n×m) = W^T (n×k, ld n) · A^T (A: m×k column-major, ld m).
     const float one = 1.0f, zero = 0.0f;
     auto blas = [&](const bf16* w, bf16* c) {
@@ -367,9 +390,9 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     const float t_ours = median_ms(runs, ours);
     const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
     const double flop = 2.0 * m * n * k;
-    printf("m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
+    printf("wn%d kw%d st%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
            "speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
-           m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3, flop / (t_blas * 1e-3) / 1e12,
+           WN, KW, STAGES, m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3, flop / (t_blas * 1e-3) / 1e12,
            t_blas / t_ours, std::sqrt(num / den), std::sqrt(bn / bd));
     fflush(stdout);
     for (void* p : {(void*)dA, (void*)dB, (void*)dD, (void*)dC, (void*)dCref, (void*)dW, (void*)dWp})
@@ -393,6 +416,18 @@ int main(int argc, char** argv) {
         run<16, 32, 32>(h, s[0], s[1], s[2], runs, rng);
         run<8, 32, 32>(h, s[0], s[1], s[2], runs, rng);
         run<4, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+    }
+    // Block and stage shapes beyond session 18's (warp tile 64 x WN, KW kept rows per stage),
+    // on 4096³ and 256 x 4096 x 4096: fewer instructions and barriers per MMA.
+    for (const auto& s : {shapes[0], shapes[3]}) {
+        run<16, 32, 128, 32, 64, 3>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 32, 3>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 64, 2>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 64, 3>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 32, 64, 3>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 64, 2>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 32, 32, 64, 3>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 32, 32, 64, 3>(h, s[0], s[1], s[2], runs, rng);
     }
     CHECK_BLAS(cublasDestroy(h));
     return 0;
