@@ -679,3 +679,40 @@ fn a_deeply_nested_shapes_file_is_refused_at_once() {
         started.elapsed()
     );
 }
+
+#[test]
+fn tidy_refuses_a_missing_database_without_creating_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("typo.sqlite");
+    nmtune()
+        .args(["tidy", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(one_line_error("does not exist"));
+    assert!(!db.exists());
+}
+
+#[test]
+fn tidy_keeps_every_best_entry_and_leaves_nothing_for_a_second_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ew.sqlite");
+    // The committed element-wise database: some of its problems were tuned twice.
+    fs::copy("tuning-db/h200-ew.sqlite", &db).unwrap();
+    let before = report_json(&db);
+    nmtune()
+        .args(["tidy", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("superseded measurements of"));
+    assert_eq!(report_json(&db), before);
+    nmtune()
+        .args(["tidy", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "dropped 0 superseded measurements of 0 problem(s);",
+        ));
+}

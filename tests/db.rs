@@ -6,7 +6,7 @@ mod common;
 
 use common::foreign_sqlite;
 use nmtune::codegen::{ACopy, KernelConfig, WarpLayout};
-use nmtune::db::{Database, DbError, Measurement, Source, Status, SCHEMA_VERSION};
+use nmtune::db::{Database, DbError, Measurement, Source, Status, Tidied, SCHEMA_VERSION};
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{NmPattern, Problem};
 use rand::rngs::SmallRng;
@@ -352,6 +352,75 @@ fn this_builds_templates_supersede_other_timings() {
     let db = fresh_db(&dir);
     db.record_all(&[replayed, ms[0].clone()]).unwrap();
     assert_eq!(db.best_for("h100", &problem).unwrap(), Some(ms[0].clone()));
+}
+
+/// The rows of `ms` under another template checksum.
+fn with_checksum(ms: Vec<Measurement>, checksum: &str) -> Vec<Measurement> {
+    ms.into_iter()
+        .map(|mut m| {
+            m.template_checksum = checksum.to_string();
+            m
+        })
+        .collect()
+}
+
+#[test]
+fn tidying_keeps_each_problems_latest_completed_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_db(&dir);
+    let mut rng = SmallRng::seed_from_u64(21);
+    let (old, new) = ("01d0", "4e30");
+    let [p1, p2, p3] = [(); 3].map(|_| random_problem(&mut rng));
+    let done = |ms: &[Measurement], p: &Problem, checksum: &str| {
+        db.record_and_mark_done(ms, ("h100", p), checksum, "pruned", Source::Measured)
+            .unwrap()
+    };
+    // p1: tuned with the old templates, then with the new ones: the old rows go.
+    let p1_old = with_checksum(distinct_measurements(&mut rng, "h100", p1, 4), old);
+    let p1_new = with_checksum(distinct_measurements(&mut rng, "h100", p1, 3), new);
+    done(&p1_old, &p1, old);
+    done(&p1_new, &p1, new);
+    // p2: its re-tune stopped midway: all of it stays, so that resuming loses nothing.
+    let p2_old = with_checksum(distinct_measurements(&mut rng, "h100", p2, 2), old);
+    let p2_new = with_checksum(distinct_measurements(&mut rng, "h100", p2, 2), new);
+    done(&p2_old, &p2, old);
+    db.record_all(&p2_new).unwrap();
+    // p3: tuned once; a model prediction under the old templates is not a measurement.
+    let p3_new = with_checksum(distinct_measurements(&mut rng, "h100", p3, 2), new);
+    done(&p3_new, &p3, new);
+    let mut predicted = random_measurement(&mut rng, "h100", p3);
+    (predicted.source, predicted.template_checksum) = (Source::Model, old.to_string());
+    db.record(&predicted).unwrap();
+
+    let tidied = db.drop_superseded().unwrap();
+    assert_eq!(
+        tidied,
+        Tidied {
+            rows_dropped: 4,
+            problems_tidied: 1,
+            problems_midway: 1
+        }
+    );
+    let kept = [&p1_new[..], &p2_old, &p2_new, &p3_new, &[predicted]].concat();
+    assert_eq!(sorted(db.measurements(None).unwrap()), sorted(kept));
+    assert_eq!(db.best_for("h100", &p1).unwrap(), expected_best(&p1_new));
+    assert!(db
+        .is_problem_done("h100", &p1, new, Source::Measured)
+        .unwrap());
+    assert!(!db
+        .is_problem_done("h100", &p1, old, Source::Measured)
+        .unwrap());
+    assert!(db
+        .is_problem_done("h100", &p2, old, Source::Measured)
+        .unwrap());
+    // Nothing is left to drop.
+    assert_eq!(
+        db.drop_superseded().unwrap(),
+        Tidied {
+            problems_midway: 1,
+            ..Tidied::default()
+        }
+    );
 }
 
 #[test]

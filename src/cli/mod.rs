@@ -12,6 +12,7 @@ mod report;
 mod report_plot;
 mod shapes;
 pub mod supervise;
+mod tidy;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -75,6 +76,10 @@ enum Command {
     /// Write the shapes file of a safetensors checkpoint's linear layers (for --shapes).
     #[command(allow_negative_numbers = true)]
     Shapes(shapes::ShapesArgs),
+    /// Drop the measurements a later tuning of the same problem superseded (after a template
+    /// change), then compact the file.
+    #[command(allow_negative_numbers = true)]
+    Tidy(tidy::TidyArgs),
 }
 
 pub fn run() -> anyhow::Result<()> {
@@ -89,6 +94,7 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::ModelEval(args)) => model_eval::run(&args),
         Some(Command::Prune(args)) => prune::run(&args),
         Some(Command::Shapes(args)) => shapes::run(&args),
+        Some(Command::Tidy(args)) => tidy::run(&args),
         None => tune::run(&cli.tune),
     }
 }

@@ -17,6 +17,7 @@ mod types;
 pub use best::{best_per_problem, better, can_be_best, compare, trust};
 pub use error::DbError;
 pub use identity::{APPLICATION_ID, APPLICATION_NAME, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
+pub use store::Tidied;
 pub use types::{now_rfc3339, Measurement, ParseEnumError, Source, Status, MAX_TIME_US};
 
 use crate::gpu_profile::GpuProfile;
@@ -258,6 +259,24 @@ impl Database {
         let mut guard = self.lock();
         let conn = self.connection(&mut guard)?;
         self.run(store::gpu_names(conn, &self.path))
+    }
+
+    /// Drop the measured rows that a later completed tuning of the same problem superseded
+    /// ([`store::drop_superseded`] says which), in one transaction, then compact the file.
+    pub fn drop_superseded(&self) -> Result<Tidied, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(async {
+            let mut tx = self.begin_write(conn).await?;
+            let tidied = store::drop_superseded(&mut tx, &self.path).await?;
+            self.commit(tx).await?;
+            // VACUUM cannot run inside a transaction; it rewrites the file without the free pages.
+            sqlx::query("VACUUM")
+                .execute(&mut *conn)
+                .await
+                .map_err(|err| from_sqlx(&self.path, err))?;
+            Ok(tidied)
+        })
     }
 
     /// Run SQLite's `PRAGMA integrity_check` over the whole file again (every open runs it

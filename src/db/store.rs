@@ -577,3 +577,85 @@ impl Cells<'_> {
         })
     }
 }
+
+/// What [`drop_superseded`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tidied {
+    /// Measured rows dropped.
+    pub rows_dropped: u64,
+    /// (GPU, problem) pairs that lost rows.
+    pub problems_tidied: u64,
+    /// (GPU, problem) pairs left as they were: rows of a tuning that stopped midway.
+    pub problems_midway: u64,
+}
+
+/// Per (GPU, problem) with a completed measured run, drop the measured rows and run marks of
+/// every other template checksum than its latest completed run's: what tuning into an empty
+/// file would have written. A problem with measured rows of a checksum whose run never
+/// completed (a tuning stopped midway) is left as it is, so that resuming it loses nothing.
+/// Each tidied problem's best entry is picked again from the rows that stay.
+pub(crate) async fn drop_superseded(
+    conn: &mut SqliteConnection,
+    path: &Path,
+) -> Result<Tidied, DbError> {
+    let runs: Vec<(i64, i64, String, String)> = sqlx::query_as(
+        "SELECT gpu_id, problem_id, template_checksum, completed_at FROM problem_runs \
+         WHERE source = 'measured'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|err| from_sqlx(path, err))?;
+    let mut latest: std::collections::BTreeMap<(i64, i64), (String, String)> = Default::default();
+    for (gpu_id, problem_id, checksum, completed_at) in runs {
+        let entry = latest
+            .entry((gpu_id, problem_id))
+            .or_insert_with(|| (checksum.clone(), completed_at.clone()));
+        if completed_at > entry.1 {
+            *entry = (checksum, completed_at);
+        }
+    }
+    let midway: std::collections::BTreeSet<(i64, i64)> = sqlx::query_as(
+        "SELECT DISTINCT ms.gpu_id, ms.problem_id FROM measurements ms \
+         WHERE ms.source = 'measured' AND NOT EXISTS (SELECT 1 FROM problem_runs r \
+         WHERE r.gpu_id = ms.gpu_id AND r.problem_id = ms.problem_id \
+         AND r.template_checksum = ms.template_checksum AND r.source = 'measured')",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|err| from_sqlx(path, err))?
+    .into_iter()
+    .collect();
+    let mut tidied = Tidied {
+        problems_midway: midway.len() as u64,
+        ..Tidied::default()
+    };
+    for ((gpu_id, problem_id), (checksum, _)) in latest {
+        if midway.contains(&(gpu_id, problem_id)) {
+            continue;
+        }
+        let mut dropped = 0;
+        for table in ["measurements", "problem_runs"] {
+            let sql = format!(
+                "DELETE FROM {table} WHERE gpu_id = ? AND problem_id = ? \
+                 AND source = 'measured' AND template_checksum <> ?"
+            );
+            let done = sqlx::query(&sql)
+                .bind(gpu_id)
+                .bind(problem_id)
+                .bind(&checksum)
+                .execute(&mut *conn)
+                .await
+                .map_err(|err| from_sqlx(path, err))?;
+            if table == "measurements" {
+                dropped = done.rows_affected();
+            }
+        }
+        if dropped > 0 {
+            let rows = rows_of_problem(conn, path, gpu_id, problem_id).await?;
+            set_best(conn, path, (gpu_id, problem_id), pick_best(rows)).await?;
+            tidied.rows_dropped += dropped;
+            tidied.problems_tidied += 1;
+        }
+    }
+    Ok(tidied)
+}
