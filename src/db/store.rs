@@ -629,33 +629,41 @@ pub(crate) async fn drop_superseded(
         problems_midway: midway.len() as u64,
         ..Tidied::default()
     };
-    for ((gpu_id, problem_id), (checksum, _)) in latest {
-        if midway.contains(&(gpu_id, problem_id)) {
+    for (key, (checksum, _)) in latest {
+        if midway.contains(&key) {
             continue;
         }
-        let mut dropped = 0;
-        for table in ["measurements", "problem_runs"] {
-            let sql = format!(
-                "DELETE FROM {table} WHERE gpu_id = ? AND problem_id = ? \
-                 AND source = 'measured' AND template_checksum <> ?"
-            );
-            let done = sqlx::query(&sql)
-                .bind(gpu_id)
-                .bind(problem_id)
-                .bind(&checksum)
-                .execute(&mut *conn)
-                .await
-                .map_err(|err| from_sqlx(path, err))?;
-            if table == "measurements" {
-                dropped = done.rows_affected();
-            }
-        }
+        let dropped = delete_other_checksums(conn, path, "measurements", key, &checksum).await?;
+        delete_other_checksums(conn, path, "problem_runs", key, &checksum).await?;
         if dropped > 0 {
-            let rows = rows_of_problem(conn, path, gpu_id, problem_id).await?;
-            set_best(conn, path, (gpu_id, problem_id), pick_best(rows)).await?;
+            let rows = rows_of_problem(conn, path, key.0, key.1).await?;
+            set_best(conn, path, key, pick_best(rows)).await?;
             tidied.rows_dropped += dropped;
             tidied.problems_tidied += 1;
         }
     }
     Ok(tidied)
+}
+
+/// Delete a problem's measured rows of `table` whose template checksum is not `checksum`;
+/// returns how many went.
+async fn delete_other_checksums(
+    conn: &mut SqliteConnection,
+    path: &Path,
+    table: &str,
+    (gpu_id, problem_id): (i64, i64),
+    checksum: &str,
+) -> Result<u64, DbError> {
+    let sql = format!(
+        "DELETE FROM {table} WHERE gpu_id = ? AND problem_id = ? \
+         AND source = 'measured' AND template_checksum <> ?"
+    );
+    let done = sqlx::query(&sql)
+        .bind(gpu_id)
+        .bind(problem_id)
+        .bind(checksum)
+        .execute(&mut *conn)
+        .await
+        .map_err(|err| from_sqlx(path, err))?;
+    Ok(done.rows_affected())
 }
