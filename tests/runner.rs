@@ -11,7 +11,9 @@ use nmtune::gpu::GpuProfile;
 use nmtune::problem::{NmPattern, Problem};
 use nmtune::tuner::measure::{Outcome, Timing, TimingPlan};
 use nmtune::tuner::runner::{Runner, Session, Trial};
-use nmtune::tuner::{run_plans, tune_with_runner, Benchmark, Strategy, TuneError, TuneOptions};
+use nmtune::tuner::{
+    run_plans, search, tune_with_runner, Benchmark, Strategy, TuneError, TuneOptions,
+};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -357,4 +359,83 @@ fn a_benchmark_runs_the_same_loop_times_every_kernel_to_the_end_and_stores_nothi
     let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
     run(None, &db, dir.path()).1.unwrap();
     assert!(rows(&db).values().any(|m| m.status == Status::Abandoned));
+}
+
+/// Run the loop with `strategy` on `db`; the kernels it ran, per problem.
+fn run_with(strategy: Strategy, db: &Database, dir: &Path) -> HashMap<Problem, HashSet<String>> {
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let fake = Fake {
+        calls: Rc::clone(&calls),
+        fault: None,
+    };
+    let opts = TuneOptions {
+        strategy,
+        ..options(dir)
+    };
+    tune_with_runner(fake, &h200(), &problems(), db, &opts).unwrap();
+    let mut ran: HashMap<Problem, HashSet<String>> = HashMap::new();
+    for call in calls.borrow().iter() {
+        ran.entry(call.problem)
+            .or_default()
+            .insert(call.kernel.clone());
+    }
+    ran
+}
+
+#[test]
+fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are_stored() {
+    // A pruned tuning, then its rows as an earlier template's would stand after a template
+    // change: another checksum, in a second database, for all but the last two problems.
+    let dir = tempfile::tempdir().unwrap();
+    let first = Database::open(&dir.path().join("first.sqlite")).unwrap();
+    run(None, &first, dir.path()).1.unwrap();
+    let all = problems();
+    let (with_history, without) = all.split_at(4);
+    let earlier: Vec<Measurement> = first
+        .measurements(Some("h200"))
+        .unwrap()
+        .into_iter()
+        .filter(|m| with_history.contains(&m.problem))
+        .map(|m| Measurement {
+            template_checksum: "an-earlier-template".into(),
+            ..m
+        })
+        .collect();
+    let db = Database::open(&dir.path().join("changed.sqlite")).unwrap();
+    db.record_all(&earlier).unwrap();
+
+    let ran = run_with(Strategy::Warm, &db, dir.path());
+    let mut truncated = 0;
+    for problem in with_history {
+        let mut timed: Vec<&Measurement> = earlier
+            .iter()
+            .filter(|m| m.problem == *problem && m.verified && m.median_us.is_some())
+            .collect();
+        timed.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
+        let mut expected: HashSet<String> = timed
+            .iter()
+            .take(nmtune::tuner::warm::WARM_TOP)
+            .map(|m| m.config.name())
+            .collect();
+        truncated += usize::from(timed.len() > nmtune::tuner::warm::WARM_TOP);
+        let default = nmtune::kernels::table_one::default_config(problem, &h200()).unwrap();
+        expected.insert(default.name());
+        assert_eq!(ran[problem], expected, "{problem}");
+    }
+    assert!(
+        truncated > 0,
+        "no problem had more earlier timings than the warm strategy takes"
+    );
+    for problem in without {
+        let pruned: HashSet<String> = search::candidates(problem, &h200(), Strategy::Pruned)
+            .iter()
+            .map(|c| c.name())
+            .collect();
+        assert_eq!(ran[problem], pruned, "{problem}");
+    }
+    // Every problem is done with this build's templates, and its best entry is current.
+    let current = best(&db);
+    for problem in &all {
+        assert!(ran[problem].contains(&current[problem]), "{problem}");
+    }
 }

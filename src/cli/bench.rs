@@ -155,6 +155,9 @@ fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
     };
     let nm = super::fields::pattern_arg("--nm", &args.nm)?;
     let problem = Problem::new(m, n, k, nm, args.l)?.with_layout(args.a_layout)?;
+    if args.strategy == Some(StrategyArg::Warm) {
+        bail!("--strategy warm times a tuning database's earlier winners again: tune with it (nmtune --shapes FILE --db DB --strategy warm); nmtune bench --db DB re-times the stored best");
+    }
     let configs = if args.kernels.is_empty() {
         let profile = nmtune::gpu::GpuProfile::builtin(&args.gpu)
             .or_else(|| nmtune::gpu::GpuProfile::builtin("h100"))

@@ -21,6 +21,9 @@ pub enum StrategyArg {
     /// The pruned candidates plus the same 256 pseudo-random valid configurations for every
     /// problem of a pattern: a ground truth within a GPU budget
     Sample,
+    /// After a template change: each problem's 8 fastest configurations of the earlier runs in
+    /// the database, timed again, and its default (the pruned candidates where it has none)
+    Warm,
 }
 
 impl From<StrategyArg> for Strategy {
@@ -30,6 +33,7 @@ impl From<StrategyArg> for Strategy {
             StrategyArg::Exhaustive => Strategy::Exhaustive,
             StrategyArg::Model => Strategy::Model,
             StrategyArg::Sample => Strategy::Sample,
+            StrategyArg::Warm => Strategy::Warm,
         }
     }
 }

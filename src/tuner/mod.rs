@@ -5,7 +5,8 @@
 //! [`runner::Runner`] and stores every result as it arrives, so an interrupted run resumes
 //! where it stopped. The GPU runner ([`gpu_runner`]) compiles each distinct kernel once with
 //! the builder ([`build`], in parallel, cached on disk) and verifies and times it beside
-//! cuBLAS ([`measure`]); the model runner ([`model_runner`]) predicts instead, without a GPU;
+//! cuBLAS ([`measure`]); after a template change the warm strategy ([`warm`]) times again
+//! what won before instead of searching; the model runner ([`model_runner`]) predicts instead, without a GPU;
 //! the replay runner ([`replay`]) hands back the rows of a measurements file; the tests drive
 //! the same loop with a deterministic fake runner. `nmtune bench` runs the
 //! same loop ([`run_plans`]) with a [`Recorder`] that prints instead of storing.
@@ -20,6 +21,7 @@ pub mod replay;
 mod run;
 pub mod runner;
 pub mod search;
+pub mod warm;
 pub mod workload;
 
 pub use run::{

@@ -7,6 +7,7 @@ use super::model_runner::ModelRunner;
 use super::progress::Progress;
 use super::runner::{Runner, Session};
 use super::search::Strategy;
+use super::warm::warm_candidates;
 use super::TuneError;
 use crate::codegen::{templates_checksum, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
@@ -266,11 +267,7 @@ pub fn tune_with_runner<R: Runner>(
     db.upsert_gpu(profile)?;
     let source = runner.source();
     let todo = pending(db, &profile.name, problems, source)?;
-    let plans: Vec<(Problem, Vec<KernelConfig>)> = todo
-        .iter()
-        .copied()
-        .zip(runner.plan(&todo, profile, opts.strategy))
-        .collect();
+    let plans = plan(&runner, db, profile, &todo, opts.strategy)?;
     if !opts.quiet && runner.compiles() {
         eprintln!(
             "nmtune: {} problems to tune ({} already done), {} candidates, compiling for {}",
@@ -292,6 +289,40 @@ pub fn tune_with_runner<R: Runner>(
     summary.problems_skipped = problems.len() - todo.len();
     summary.elapsed_s = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Each problem of `todo` with its candidates: the runner's plan for the strategy; for the warm
+/// strategy, the earlier winners stored in `db` where it has them, and the runner's pruned
+/// plan for the rest.
+fn plan<R: Runner>(
+    runner: &R,
+    db: &Database,
+    profile: &GpuProfile,
+    todo: &[Problem],
+    strategy: Strategy,
+) -> Result<Vec<(Problem, Vec<KernelConfig>)>, TuneError> {
+    if strategy != Strategy::Warm {
+        let plans = runner.plan(todo, profile, strategy);
+        return Ok(todo.iter().copied().zip(plans).collect());
+    }
+    let warm = warm_candidates(db, profile, todo)?;
+    let cold: Vec<Problem> = todo
+        .iter()
+        .zip(&warm)
+        .filter(|(_, w)| w.is_none())
+        .map(|(p, _)| *p)
+        .collect();
+    let mut cold_plans = runner.plan(&cold, profile, Strategy::Pruned).into_iter();
+    Ok(todo
+        .iter()
+        .zip(warm)
+        .map(|(p, w)| {
+            (
+                *p,
+                w.unwrap_or_else(|| cold_plans.next().unwrap_or_default()),
+            )
+        })
+        .collect())
 }
 
 /// The one loop every backend runs (tuning on the GPU, the model, `nmtune bench`): build

@@ -23,6 +23,9 @@ pub enum Strategy {
     /// The pruned candidates plus a fixed pseudo-random sample of [`SAMPLE_SIZE`] valid
     /// configurations: a ground-truth sweep within a GPU budget that an exhaustive one exceeds.
     Sample,
+    /// The configurations that won the earlier runs stored for the problem, timed again with
+    /// this build's templates ([`super::warm`]); the pruned candidates where none is stored.
+    Warm,
 }
 
 impl Strategy {
@@ -32,6 +35,7 @@ impl Strategy {
             Strategy::Exhaustive => "exhaustive",
             Strategy::Model => "model",
             Strategy::Sample => "sample",
+            Strategy::Warm => "warm",
         }
     }
 }
@@ -46,6 +50,8 @@ pub const SAMPLE_SIZE: usize = 256;
 
 /// Configurations to time for `problem` on `gpu`, best predicted first: only kernels of the
 /// families that serve it ([`Family::serving`]), whose templates its rows' checksum covers.
+/// The warm strategy's candidates come from a database ([`super::warm`]); without one, or for
+/// a problem with no earlier rows, they are the pruned strategy's.
 pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Vec<KernelConfig> {
     let serving = Family::serving(problem);
     let space: Vec<KernelConfig> =
@@ -65,6 +71,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             }
             picked
         }
+        Strategy::Warm => candidates(problem, gpu, Strategy::Pruned),
         Strategy::Pruned if problem.is_element_wise() => {
             let decode = decode_candidates(&space, problem, gpu);
             let mut picked = if problem.is_decode() {

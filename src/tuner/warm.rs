@@ -1,0 +1,81 @@
+//! The warm strategy: after a template change, time again what won before.
+//!
+//! A template change makes every stored row of the problems its families serve stale (their
+//! checksum is not this build's), so each database of those problems is tuned again; with the
+//! pruned strategy that is about 20 candidates a problem and most of a session's GPU time for
+//! the committed databases. A change that keeps the configuration space moves the times of
+//! all configurations a little and their ranking little, so each problem is offered its
+//! [`WARM_TOP`] fastest verified configurations of the earlier runs stored for it (any other
+//! template checksum) that this build can still run, and its default configuration (the
+//! runtime's fallback, so it stays timed). A problem with no such rows gets the pruned
+//! candidates. It is a re-timing, not a search: after a change that moves the ranking (a new
+//! dimension, new seeds), tune with the pruned strategy.
+
+use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
+use crate::db::{Database, Measurement, Source, Status};
+use crate::gpu::GpuProfile;
+use crate::kernels::table_one;
+use crate::problem::Problem;
+use std::collections::HashMap;
+
+/// Earlier configurations timed again per problem.
+pub const WARM_TOP: usize = 8;
+
+/// The warm candidates of each of `problems` on `profile`'s GPU from the earlier rows of `db`;
+/// `None` for a problem that has none (the caller gives it the pruned candidates).
+pub fn warm_candidates(
+    db: &Database,
+    profile: &GpuProfile,
+    problems: &[Problem],
+) -> Result<Vec<Option<Vec<KernelConfig>>>, crate::db::DbError> {
+    let mut earlier: HashMap<Problem, Vec<Measurement>> = HashMap::new();
+    for row in db.measurements(Some(&profile.name))? {
+        if is_earlier_timing(&row) {
+            earlier.entry(row.problem).or_default().push(row);
+        }
+    }
+    Ok(problems
+        .iter()
+        .map(|p| earlier.remove(p).map(|rows| retimed(rows, p, profile)))
+        .map(|picked| picked.filter(|configs| !configs.is_empty()))
+        .collect())
+}
+
+/// A verified, timed row of another template checksum than this build's (an abandoned
+/// candidate's probe runs time it too).
+fn is_earlier_timing(row: &Measurement) -> bool {
+    row.source == Source::Measured
+        && matches!(row.status, Status::Ok | Status::Abandoned)
+        && row.verified
+        && row.median_us.is_some()
+        && row.template_checksum != templates_checksum(&row.problem)
+}
+
+/// The fastest [`WARM_TOP`] distinct configurations of `rows` that this build can run for
+/// `problem`, fastest first, then the problem's default configuration.
+fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    rows.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
+    let serving = Family::serving(problem);
+    let mut picked: Vec<KernelConfig> = Vec::new();
+    for row in rows {
+        let cfg = row.config;
+        let runnable = serving.contains(&cfg.family())
+            && validate::validate_for_problem(&cfg, problem).is_ok()
+            && validate::validate(&cfg, gpu).is_ok();
+        if runnable && !picked.contains(&cfg) {
+            picked.push(cfg);
+            if picked.len() == WARM_TOP {
+                break;
+            }
+        }
+    }
+    if picked.is_empty() {
+        return picked;
+    }
+    if let Some(default) = table_one::default_config(problem, gpu) {
+        if !picked.contains(&default) {
+            picked.push(default);
+        }
+    }
+    picked
+}
