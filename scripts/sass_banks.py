@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Register-bank pressure of a kernel's FFMAs, read offline from its SASS.
+
+usage: sass_banks.py FILE.sass [FILE.sass ...]   (cuobjdump -sass output)
+
+For every FFMA, the source registers it reads from the register file (operands marked .reuse
+come from the operand reuse cache and are not counted) are grouped by register number mod 2;
+an FFMA with two or more such registers of one parity reads one bank twice. Prints, per file,
+the FFMA count and the share that does, over the kernel and over its main loop: the span of
+the longest backward branch in the function with the most FFMAs, the interior k-loop
+(docs/design.md "Register banks")."""
+import re
+import sys
+
+ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
+BRANCH = re.compile(r"\bBRA\s+(0x[0-9a-f]+)")
+FFMA = re.compile(r"\bFFMA\S*\s+(R\d+|RZ)\s*,\s*(.*?)\s*;")
+OPERAND = re.compile(r"^-?\|?(R\d+)(\.reuse)?\|?$")
+
+
+def main_function(text):
+    """The lines of the function (cuobjdump's "Function :" sections) with the most FFMAs."""
+    sections = re.split(r"\n\s*Function : ", text)
+    return max(sections, key=lambda s: len(FFMA.findall(s))).splitlines()
+
+
+def address(line):
+    hit = ADDRESS.search(line)
+    return int(hit.group(1), 16) if hit else None
+
+
+def main_loop(lines):
+    """The lines from the longest backward branch's target to the branch."""
+    at_address = {address(l): i for i, l in enumerate(lines) if address(l) is not None}
+    best = (0, 0, len(lines))
+    for i, line in enumerate(lines):
+        branch = BRANCH.search(line)
+        source = address(line)
+        if not branch or source is None:
+            continue
+        target = int(branch.group(1), 16)
+        if target < source and source - target > best[0] and target in at_address:
+            best = (source - target, at_address[target], i + 1)
+    return lines[best[1]:best[2]]
+
+
+def file_registers(operands):
+    """Source registers of one FFMA read from the file (not the reuse cache)."""
+    regs = []
+    for op in operands.split(","):
+        hit = OPERAND.match(op.strip())
+        if hit and not hit.group(2):
+            regs.append(int(hit.group(1)[1:]))
+    return regs
+
+
+def same_bank_share(lines):
+    total = same = 0
+    for line in lines:
+        hit = FFMA.search(line)
+        if not hit:
+            continue
+        parities = [r % 2 for r in file_registers(hit.group(2))]
+        total += 1
+        if len(parities) != len(set(parities)):
+            same += 1
+    return total, same
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            lines = main_function(f.read())
+        for where, part in (("kernel", lines), ("main loop", main_loop(lines))):
+            total, same = same_bank_share(part)
+            share = same / total if total else 0.0
+            print(f"{path}: {where}: {total} FFMA, {same} read one bank twice ({share:.2f})")
+
+
+if __name__ == "__main__":
+    main()
