@@ -11,7 +11,8 @@
 #   nmspmm      the NM-SpMM authors' kernels at 4096³ (and m = 256), best of their four;
 #               $NMSPMM_SHAPES names a file of "m n k sparsity" lines to time instead
 #   sweep FILE  tune the shapes in FILE with the sample strategy into $OUT/sweep.sqlite
-#   tune FILE DB  tune FILE with the default strategy into DB (resumable), report to $OUT
+#   tune FILE DB  tune FILE into DB (resumable; $TUNE_STRATEGY, default pruned: warm after a
+#               template change), report to $OUT
 #   bench DB M  re-time DB's stored best kernels at m = M beside cuBLAS
 #   ncu LIST    ncu scheduler, warp-state, occupancy and memory sections of each kernel in
 #               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
@@ -65,7 +66,7 @@ while [ $# -gt 0 ]; do
     tune)
       file=$1 db=$2; shift 2
       limit "${TUNE_LIMIT:-500}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" \
-        > "$OUT/tune.log" 2>&1
+        --strategy "${TUNE_STRATEGY:-pruned}" > "$OUT/tune.log" 2>&1
       note "tune: rc=$? $(tail -1 "$OUT/tune.log")"
       checkpoint "$db"; cp "$db" "$OUT/" ;;
     bench)
