@@ -420,6 +420,9 @@ fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are
         truncated += usize::from(timed.len() > nmtune::tuner::warm::WARM_TOP);
         let default = nmtune::kernels::table_one::default_config(problem, &h200()).unwrap();
         expected.insert(default.name());
+        let seeds = search::table_one_seeds(problem, &h200());
+        assert!(!seeds.is_empty(), "{problem}: no Table I seed to check");
+        expected.extend(seeds.iter().map(|c| c.name()));
         assert_eq!(ran[problem], expected, "{problem}");
     }
     assert!(

@@ -3,14 +3,16 @@
 //! A template change makes every stored row of the problems its families serve stale (their
 //! checksum is not this build's), so each database of those problems is tuned again; with the
 //! pruned strategy that is about 20 candidates a problem and most of a session's GPU time for
-//! the committed databases. A change that keeps the configuration space moves the times of
-//! all configurations a little and their ranking little, so each problem is offered its
+//! the committed databases. A change that keeps the configuration space should move the times
+//! of all configurations a little and their ranking little, so each problem is offered its
 //! [`WARM_TOP`] fastest verified configurations of the earlier runs stored for it (any other
-//! template checksum) that this build can still run, and its default configuration (the
-//! runtime's fallback, so it stays timed). A problem with no such rows gets the pruned
-//! candidates. It is a re-timing, not a search: after a change that moves the ranking (a new
-//! dimension, new seeds), tune with the pruned strategy.
+//! template checksum) that this build can still run, the paper's Table I configurations
+//! (every search times them: [`table_one_seeds`]) and its default configuration (the runtime's
+//! fallback, so it stays timed). A problem with no such rows gets the pruned candidates. It is
+//! a re-timing, not a search: after a change that moves the ranking (a new dimension, new
+//! seeds), tune with the pruned strategy.
 
+use super::search::table_one_seeds;
 use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::GpuProfile;
@@ -52,7 +54,7 @@ fn is_earlier_timing(row: &Measurement) -> bool {
 }
 
 /// The fastest [`WARM_TOP`] distinct configurations of `rows` that this build can run for
-/// `problem`, fastest first, then the problem's default configuration.
+/// `problem`, fastest first, then the Table I seeds and the problem's default configuration.
 fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     rows.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
     let serving = Family::serving(problem);
@@ -72,9 +74,10 @@ fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> V
     if picked.is_empty() {
         return picked;
     }
-    if let Some(default) = table_one::default_config(problem, gpu) {
-        if !picked.contains(&default) {
-            picked.push(default);
+    let default = table_one::default_config(problem, gpu);
+    for cfg in table_one_seeds(problem, gpu).into_iter().chain(default) {
+        if !picked.contains(&cfg) {
+            picked.push(cfg);
         }
     }
     picked
