@@ -7,8 +7,9 @@ For every FFMA, the source registers it reads from the register file (operands m
 come from the operand reuse cache and are not counted) are grouped by register number mod 2;
 an FFMA with two or more such registers of one parity reads one bank twice. Prints, per file,
 the FFMA count and the share that does, over the kernel and over its main loop: the span of
-the longest backward branch in the function with the most FFMAs, the interior k-loop
-(docs/design.md "Register banks")."""
+the longest backward branch in the function with the most FFMAs, the interior k-loop. Why
+it matters: the section "Register banks" that docs/results/v4.14/stash.patch adds to the
+design document."""
 import re
 import sys
 

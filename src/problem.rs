@@ -40,12 +40,45 @@ pub enum ProblemError {
     ColMajorRows { m: usize },
     #[error("unknown A layout '{text}': use row (row-major) or col (column-major)")]
     BadLayout { text: String },
+    #[error("unknown data type '{text}': use f32, bf16 or f16")]
+    BadDtype { text: String },
     #[error("vector length L={l} must be between 1 and 128")]
     LOutOfRange { l: usize },
     #[error(
         "shape m={m} n={n} k={k} is too large: element counts must fit in 32-bit kernel indices"
     )]
     TooLarge { m: usize, n: usize, k: usize },
+}
+
+/// For a small enum of names (its `ALL` and `as_str`, as the shapes files, the CLI, the
+/// database and JSON spell them): `parse`, the inverse of `as_str`; `FromStr`, which ignores
+/// surrounding blanks and case and answers anything else with the one-line error `$error`;
+/// and `Display` as `as_str`.
+macro_rules! named_values {
+    ($type:ident, $error:ident) => {
+        impl $type {
+            #[doc = concat!("Inverse of [`", stringify!($type), "::as_str`].")]
+            pub fn parse(text: &str) -> Option<Self> {
+                Self::ALL.into_iter().find(|v| v.as_str() == text)
+            }
+        }
+
+        impl std::str::FromStr for $type {
+            type Err = ProblemError;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                Self::parse(&text.trim().to_ascii_lowercase()).ok_or_else(|| ProblemError::$error {
+                    text: text.to_string(),
+                })
+            }
+        }
+
+        impl fmt::Display for $type {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
 }
 
 /// An N:M pattern: in every window of M consecutive rows of k, N rows are kept.
@@ -185,29 +218,59 @@ impl ALayout {
             ALayout::ColMajor => "col",
         }
     }
+}
 
-    /// Inverse of [`ALayout::as_str`].
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|l| l.as_str() == text)
+named_values!(ALayout, BadLayout);
+
+/// The element type of A, B' and C (products accumulate in FP32 whatever it is). Part of the
+/// problem key: a kernel is compiled for one type, and every entry's baseline is cuBLAS in the
+/// same type. `f32` runs on the CUDA cores (the FP32 families); `bf16` and `f16` are for the
+/// tensor-core family, which is not built yet: no kernel serves them so far. Its design:
+/// docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)".
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+)]
+pub enum Dtype {
+    #[default]
+    #[serde(rename = "f32")]
+    #[value(name = "f32")]
+    F32,
+    /// bfloat16: 8 significant bits, FP32's exponent range.
+    #[serde(rename = "bf16")]
+    #[value(name = "bf16")]
+    Bf16,
+    /// IEEE half precision: 11 significant bits.
+    #[serde(rename = "f16")]
+    #[value(name = "f16")]
+    F16,
+}
+
+impl Dtype {
+    /// Every type, in key order.
+    pub const ALL: [Dtype; 3] = [Dtype::F32, Dtype::Bf16, Dtype::F16];
+
+    /// The name used in shapes files, the CLI, the database and JSON.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::Bf16 => "bf16",
+            Dtype::F16 => "f16",
+        }
     }
 }
 
-impl std::str::FromStr for ALayout {
-    type Err = ProblemError;
-
-    /// `row` or `col` (surrounding blanks and case ignored); anything else is a one-line error.
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::parse(&text.trim().to_ascii_lowercase()).ok_or_else(|| ProblemError::BadLayout {
-            text: text.to_string(),
-        })
-    }
-}
-
-impl fmt::Display for ALayout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+named_values!(Dtype, BadDtype);
 
 /// One N:M SpMM problem: the key of the tuning database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -220,6 +283,8 @@ pub struct Problem {
     pub l: usize,
     #[serde(default)]
     pub a_layout: ALayout,
+    #[serde(default)]
+    pub dtype: Dtype,
 }
 
 impl Problem {
@@ -256,6 +321,7 @@ impl Problem {
             nm,
             l,
             a_layout: ALayout::RowMajor,
+            dtype: Dtype::F32,
         })
     }
 
@@ -302,9 +368,16 @@ impl Problem {
         })
     }
 
-    /// The same weight (n, k, N:M, L) and A layout at another number of rows m.
+    /// The same problem in element type `dtype`.
+    pub fn with_dtype(self, dtype: Dtype) -> Self {
+        Self { dtype, ..self }
+    }
+
+    /// The same weight (n, k, N:M, L), A layout and element type at another number of rows m.
     pub fn with_m(&self, m: usize) -> Result<Self, ProblemError> {
-        Self::new(m, self.n, self.k, self.nm, self.l)?.with_layout(self.a_layout)
+        Ok(Self::new(m, self.n, self.k, self.nm, self.l)?
+            .with_layout(self.a_layout)?
+            .with_dtype(self.dtype))
     }
 }
 
@@ -315,9 +388,13 @@ impl fmt::Display for Problem {
             "m{}_n{}_k{}_{}_l{}",
             self.m, self.n, self.k, self.nm, self.l
         )?;
-        match self.a_layout {
-            ALayout::RowMajor => Ok(()),
-            layout => write!(f, "_a{layout}"),
+        if self.a_layout != ALayout::RowMajor {
+            write!(f, "_a{}", self.a_layout)?;
+        }
+        // FP32 problems keep the names they had before the type was part of the key.
+        match self.dtype {
+            Dtype::F32 => Ok(()),
+            dtype => write!(f, "_{dtype}"),
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! A hand-written YAML file: `defaults` (optional) hold the settings every layer inherits,
 //! `layers` list the weights (n = output features, k = input features) with optional
-//! overrides. Each layer expands to one problem per (A layout, L, sparsity, m):
+//! overrides. Each layer expands to one problem per (element type, A layout, L, sparsity, m):
 //!
 //! ```yaml
 //! defaults:
@@ -11,6 +11,7 @@
 //!   M: 32                    # window for fractional sparsities
 //!   L: 32                    # vector length; a list, [32, 1], tunes each
 //!   a_layout: [row, col]     # layout of A: row-major (default), column-major, or both
+//!   dtype: f32               # element type: f32 (default), bf16, f16, or a list of them
 //! layers:
 //!   - { model: llama-7b, name: q_proj, n: 4096, k: 4096 }
 //!   - { model: llama-7b, name: up_proj, n: 11008, k: 4096, m: [1, 16] }
@@ -18,7 +19,7 @@
 //!
 //! Errors are one line naming the file, the line (and column when known) and the fault.
 
-use crate::problem::{ALayout, NmPattern, Problem};
+use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use serde::{Deserialize, Deserializer};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -306,6 +307,8 @@ struct RawSettings {
     l: Option<Vec<usize>>,
     #[serde(default, deserialize_with = "one_or_many_layouts")]
     a_layout: Option<Vec<ALayout>>,
+    #[serde(default, deserialize_with = "one_or_many_dtypes")]
+    dtype: Option<Vec<Dtype>>,
 }
 
 #[derive(Deserialize)]
@@ -325,6 +328,8 @@ struct RawLayer {
     l: Option<Vec<usize>>,
     #[serde(default, deserialize_with = "one_or_many_layouts")]
     a_layout: Option<Vec<ALayout>>,
+    #[serde(default, deserialize_with = "one_or_many_dtypes")]
+    dtype: Option<Vec<Dtype>>,
 }
 
 impl RawLayer {
@@ -392,19 +397,35 @@ fn one_or_many_sparsities<'de, D: Deserializer<'de>>(
 
 /// `a_layout: row`, `a_layout: col` or a list of them.
 fn one_or_many_layouts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<ALayout>>, D::Error> {
-    let layout = |value: &serde_yaml::Value| value.as_str().and_then(ALayout::parse);
-    let bad = || serde::de::Error::custom("a_layout must be row, col, or a list of them");
-    let layouts: Vec<ALayout> = match serde_yaml::Value::deserialize(d)? {
+    one_or_many_names(d, "a_layout", "row, col", ALayout::parse)
+}
+
+/// `dtype: f32`, `dtype: bf16`, `dtype: f16` or a list of them.
+fn one_or_many_dtypes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Dtype>>, D::Error> {
+    one_or_many_names(d, "dtype", "f32, bf16, f16", Dtype::parse)
+}
+
+/// A key whose value is one of a few names (`choices`, as the message lists them) or a
+/// non-empty list of them.
+fn one_or_many_names<'de, D: Deserializer<'de>, T>(
+    d: D,
+    key: &str,
+    choices: &str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Option<Vec<T>>, D::Error> {
+    let item = |value: &serde_yaml::Value| value.as_str().and_then(parse);
+    let bad = || serde::de::Error::custom(format!("{key} must be {choices}, or a list of them"));
+    let items: Vec<T> = match serde_yaml::Value::deserialize(d)? {
         serde_yaml::Value::Sequence(items) => items
             .iter()
-            .map(|v| layout(v).ok_or_else(bad))
+            .map(|v| item(v).ok_or_else(bad))
             .collect::<Result<_, _>>()?,
-        single => vec![layout(&single).ok_or_else(bad)?],
+        single => vec![item(&single).ok_or_else(bad)?],
     };
-    if layouts.is_empty() {
-        return Err(serde::de::Error::custom("a_layout list is empty"));
+    if items.is_empty() {
+        return Err(serde::de::Error::custom(format!("{key} list is empty")));
     }
-    Ok(Some(layouts))
+    Ok(Some(items))
 }
 
 /// Faults in `defaults` that do not depend on any layer: (key, message).
@@ -459,8 +480,8 @@ fn parse_sparsity(text: &str, window: Option<u32>) -> Result<NmPattern, String> 
     NmPattern::parse(text, window).map_err(|e| e.to_string())
 }
 
-/// The problems of one layer: every A layout × sparsity × m, with overrides applied (the
-/// caller's `layouts` over the layer's over the defaults').
+/// The problems of one layer: every element type × A layout × sparsity × m, with overrides
+/// applied (the caller's `layouts` over the layer's over the defaults').
 fn expand_layer(
     layer: &RawLayer,
     defaults: &RawSettings,
@@ -492,19 +513,26 @@ fn expand_layer(
         .or(layer.a_layout.as_deref())
         .or(defaults.a_layout.as_deref())
         .unwrap_or(&[ALayout::RowMajor]);
+    let dtypes = layer
+        .dtype
+        .as_deref()
+        .or(defaults.dtype.as_deref())
+        .unwrap_or(&[Dtype::F32]);
     let mut problems = Vec::with_capacity(layouts.len() * ls.len() * ms.len() * sparsities.len());
-    for &layout in layouts {
-        for &l in ls {
-            for text in sparsities {
-                let nm = parse_sparsity(text, window)?;
-                for &m in ms {
-                    let problem =
-                        Problem::new(m, layer.n, layer.k, nm, l).map_err(|e| e.to_string())?;
-                    let problem = problem.with_layout(layout).map_err(|e| {
-                        let given = if overridden { " (--a-layout)" } else { "" };
-                        format!("shape {problem} with a_layout {layout}{given}: {e}")
-                    })?;
-                    problems.push(problem);
+    for &dtype in dtypes {
+        for &layout in layouts {
+            for &l in ls {
+                for text in sparsities {
+                    let nm = parse_sparsity(text, window)?;
+                    for &m in ms {
+                        let problem =
+                            Problem::new(m, layer.n, layer.k, nm, l).map_err(|e| e.to_string())?;
+                        let problem = problem.with_layout(layout).map_err(|e| {
+                            let given = if overridden { " (--a-layout)" } else { "" };
+                            format!("shape {problem} with a_layout {layout}{given}: {e}")
+                        })?;
+                        problems.push(problem.with_dtype(dtype));
+                    }
                 }
             }
         }

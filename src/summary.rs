@@ -1,13 +1,16 @@
 //! Speed-up summaries shared by `nmtune report` and `nmtune bench`: the geometric mean of
-//! the speed-up over cuBLAS per (A layout, m, N:M, L) row, and the worst problem of each row.
+//! the speed-up over cuBLAS per (element type, A layout, m, N:M, L) row, and the worst problem
+//! of each row.
 
-use crate::problem::{ALayout, Problem};
+use crate::problem::{ALayout, Dtype, Problem};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// One row of the summary: all problems of one A layout, one m and one sparsity pattern.
+/// One row of the summary: all problems of one element type, A layout, m and sparsity
+/// pattern.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeedupRow {
+    pub dtype: Dtype,
     pub a_layout: ALayout,
     pub m: usize,
     /// "N:M".
@@ -19,16 +22,16 @@ pub struct SpeedupRow {
     pub worst_problem: Problem,
 }
 
-/// Group `(problem, speed-up)` pairs by (A layout, m, N:M, L); non-finite or non-positive
-/// speed-ups are left out. Rows come sorted by layout (row-major first), then by m, then by
-/// decreasing N/M (50 % sparsity first).
+/// Group `(problem, speed-up)` pairs by (element type, A layout, m, N:M, L); non-finite or
+/// non-positive speed-ups are left out. Rows come sorted by type (FP32 first), layout
+/// (row-major first), then by m, then by decreasing N/M (50 % sparsity first).
 pub fn speedup_rows(results: &[(Problem, f64)]) -> Vec<SpeedupRow> {
-    type Key = (ALayout, usize, std::cmp::Reverse<u64>, u32, usize);
+    type Key = (Dtype, ALayout, usize, std::cmp::Reverse<u64>, u32, usize);
     let mut groups: BTreeMap<Key, Vec<(Problem, f64)>> = BTreeMap::new();
     for (p, s) in results.iter().filter(|(_, s)| s.is_finite() && *s > 0.0) {
         let density_key = std::cmp::Reverse((p.nm.density() * 1e6).round() as u64);
         groups
-            .entry((p.a_layout, p.m, density_key, p.nm.m, p.l))
+            .entry((p.dtype, p.a_layout, p.m, density_key, p.nm.m, p.l))
             .or_default()
             .push((*p, *s));
     }
@@ -42,6 +45,7 @@ pub fn speedup_rows(results: &[(Problem, f64)]) -> Vec<SpeedupRow> {
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .expect("groups are never empty");
             SpeedupRow {
+                dtype: worst_problem.dtype,
                 a_layout: worst_problem.a_layout,
                 m: worst_problem.m,
                 nm: worst_problem.nm.to_string(),

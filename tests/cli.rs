@@ -335,24 +335,47 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
 #[test]
 fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let shapes = dir.path().join("l12.yaml");
-    fs::write(
-        &shapes,
-        "defaults: { m: [256], sparsity: [\"8:32\"], L: 12 }\nlayers:\n  - { model: x, name: q, n: 4092, k: 4096 }\n",
-    )
-    .unwrap();
-    let db = dir.path().join("l12.sqlite");
-    nmtune()
-        .args(["--gpu", "h100", "--backend", "model", "--shapes"])
-        .arg(&shapes)
-        .arg("--db")
-        .arg(&db)
-        .assert()
-        .code(1)
-        .stderr(one_line_error(
-            "no kernel configuration can run 1 of the problems asked for, such as m256_n4092_k4096_8:32_l12",
-        ));
-    assert!(!db.exists(), "nothing is stored for it");
+    // (L, n, the file's extra defaults, flags, message): L = 12 is not a multiple of 4; no
+    // family takes BF16 or FP16 yet, asked for in the file or with --dtype.
+    let cases: [(usize, usize, &str, &[&str], &str); 3] = [
+        (12, 4092, "", &[], "such as m256_n4092_k4096_8:32_l12"),
+        (
+            32,
+            4096,
+            ", dtype: bf16",
+            &[],
+            "such as m256_n4096_k4096_8:32_l32_bf16: computes in FP32",
+        ),
+        (
+            32,
+            4096,
+            "",
+            &["--dtype", "f32,f16"],
+            "such as m256_n4096_k4096_8:32_l32_f16",
+        ),
+    ];
+    for (i, (l, n, extra, flags, expected)) in cases.into_iter().enumerate() {
+        let shapes = dir.path().join(format!("{i}.yaml"));
+        let text = format!(
+            "defaults: {{ m: [256], sparsity: [\"8:32\"], L: {l}{extra} }}\n\
+             layers:\n  - {{ model: x, name: q, n: {n}, k: 4096 }}\n"
+        );
+        fs::write(&shapes, text).unwrap();
+        let db = dir.path().join(format!("{i}.sqlite"));
+        nmtune()
+            .args(["--gpu", "h100", "--backend", "model", "--shapes"])
+            .arg(&shapes)
+            .arg("--db")
+            .arg(&db)
+            .args(flags)
+            .assert()
+            .code(1)
+            .stderr(one_line_error(
+                "no kernel configuration can run 1 of the problems asked for",
+            ))
+            .stderr(predicate::str::contains(expected));
+        assert!(!db.exists(), "nothing is stored for it");
+    }
 }
 
 /// Run `args`, read the first line of standard output, hang up: (status, stderr).

@@ -45,6 +45,7 @@ fn exact_entry_matches_the_report() {
         (answer["m"].as_u64(), answer["nm"].as_str()),
         (Some(256), Some("4:32"))
     );
+    assert_eq!(answer["dtype"], "f32", "the default element type");
     if !committed_db_is_current() {
         eprintln!("NOTE: {DB} predates this build's templates: expecting a default");
         assert_eq!(answer["rule"], "default");
@@ -103,7 +104,7 @@ fn untuned_weight_gets_a_default_in_table_form() {
 
 #[test]
 fn bad_input_is_one_line_and_non_zero() {
-    let cases: [(&[&str], &'static str); 6] = [
+    let cases: [(&[&str], &'static str); 8] = [
         (
             &["--m", "256", "--n", "4096", "--k", "4096", "--nm", "33:32"],
             "N must not exceed M",
@@ -129,6 +130,18 @@ fn bad_input_is_one_line_and_non_zero() {
                 "--m", "256", "--n", "4096", "--k", "4096", "--nm", "8:32", "--l", "12",
             ],
             "L=12",
+        ),
+        (
+            &[
+                "--m", "256", "--n", "4096", "--k", "4096", "--nm", "8:32", "--dtype", "f64",
+            ],
+            "unknown data type 'f64'",
+        ),
+        (
+            &[
+                "--m", "256", "--n", "4096", "--k", "4096", "--nm", "8:32", "--dtype", "bf16",
+            ],
+            "no kernel family takes bf16 yet",
         ),
     ];
     for (args, what) in cases {

@@ -8,7 +8,7 @@ use common::foreign_sqlite;
 use nmtune::codegen::{ACopy, KernelConfig, WarpLayout};
 use nmtune::db::{Database, DbError, Measurement, Source, Status, Tidied, SCHEMA_VERSION};
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{Dtype, NmPattern, Problem};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
@@ -22,7 +22,8 @@ fn random_problem(rng: &mut SmallRng) -> Problem {
     let m = rng.gen_range(1..5000);
     let n = l * rng.gen_range(1..200);
     let k = nm.m as usize * rng.gen_range(1..300);
-    Problem::new(m, n, k, nm, l).unwrap()
+    let dtype = Dtype::ALL[rng.gen_range(0..Dtype::ALL.len())];
+    Problem::new(m, n, k, nm, l).unwrap().with_dtype(dtype)
 }
 
 fn random_config(rng: &mut SmallRng, problem: &Problem) -> KernelConfig {
@@ -730,6 +731,60 @@ fn opening_a_schema_1_database_for_writing_upgrades_it_and_keeps_every_row() {
     assert_eq!(after.len(), before.len());
     let with_copy: Vec<&Measurement> = after.iter().filter(|m| m.copy_gbps.is_some()).collect();
     assert_eq!(with_copy, [&refreshed]);
+}
+
+/// A copy of a committed database written at schema 2 (before the element type).
+fn committed_schema_2_copy(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let path = dir.path().join("h100-ew.sqlite");
+    std::fs::copy("tuning-db/h100-ew.sqlite", &path).unwrap();
+    path
+}
+
+#[test]
+fn a_schema_2_database_is_read_as_fp32_and_upgraded_by_the_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = committed_schema_2_copy(&dir);
+    let bytes = std::fs::read(&path).unwrap();
+    let reader = Database::open_read_only(&path).unwrap();
+    assert_eq!(reader.schema_version(), 2);
+    let before = reader.measurements(None).unwrap();
+    let best = reader.best_entries(None).unwrap();
+    assert!(before.len() > 1000 && best.len() > 40, "{}", before.len());
+    assert!(before.iter().all(|m| m.problem.dtype == Dtype::F32));
+    let first = best[0].clone();
+    assert_eq!(
+        reader
+            .best_for(&first.gpu, &first.problem)
+            .unwrap()
+            .as_ref(),
+        Some(&first)
+    );
+    // The same shape in BF16 is another problem, which an older file cannot hold.
+    let bf16 = first.problem.with_dtype(Dtype::Bf16);
+    assert_eq!(reader.best_for(&first.gpu, &bf16).unwrap(), None);
+    drop(reader);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "reading changed the file"
+    );
+
+    // The first write rebuilds the problems table with the type in its key: same rows, same
+    // best entries, and both types of one shape side by side.
+    let db = Database::open(&path).unwrap();
+    assert_eq!(db.schema_version(), SCHEMA_VERSION);
+    assert_eq!(db.measurements(None).unwrap(), before);
+    let mut typed = first.clone();
+    typed.problem = bf16;
+    set_median(&mut typed, first.median_us.unwrap() * 0.5);
+    db.record(&typed).unwrap();
+    assert_eq!(db.best_for(&first.gpu, &bf16).unwrap(), Some(typed.clone()));
+    assert_eq!(
+        db.best_for(&first.gpu, &first.problem).unwrap(),
+        Some(first)
+    );
+    assert_eq!(db.measurements(None).unwrap().len(), before.len() + 1);
+    db.check_integrity().unwrap();
 }
 
 #[test]

@@ -58,6 +58,11 @@ fn every_citation_of_the_design_document_names_one_of_its_sections() {
     let mut citations = 0;
     for file in text_files() {
         let text = fs::read_to_string(&file).unwrap();
+        // A patch kept for a later session may cite the sections it adds itself.
+        let added: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("+## "))
+            .collect();
         for (at, _) in text.match_indices("docs/design.md \"") {
             let rest = &text[at + "docs/design.md \"".len()..];
             let section = &rest[..rest.find('"').unwrap()];
@@ -65,7 +70,7 @@ fn every_citation_of_the_design_document_names_one_of_its_sections() {
                 continue; // the document saying how it is cited
             }
             assert!(
-                headings.iter().any(|h| h == section),
+                headings.iter().any(|h| h == section) || added.contains(&section),
                 "{} cites docs/design.md \"{section}\", not one of {headings:?}",
                 file.display()
             );

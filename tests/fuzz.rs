@@ -971,6 +971,7 @@ fn kernel_configs_arbitrary() {
                 nm: cfg.nm,
                 l,
                 a_layout: Default::default(),
+                dtype: Default::default(),
             }
         } else {
             Problem {
@@ -980,6 +981,7 @@ fn kernel_configs_arbitrary() {
                 nm: NmPattern { n: nn, m: mm },
                 l,
                 a_layout: Default::default(),
+                dtype: Default::default(),
             }
         };
         (cfg, problem)

@@ -1,6 +1,6 @@
 //! The shapes file: the shipped files, overrides, and one-line errors that place the fault.
 
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::shapes::{load, parse, parse_with_layouts, ShapeError};
 use std::collections::HashSet;
 use std::path::Path;
@@ -310,6 +310,46 @@ fn bad_a_layouts_name_file_and_line() {
     assert!(err.message.contains("a_layout list is empty"), "{err}");
     let err = parse_err("defaults:\n  a_layout: [row, 7]\nlayers:\n  - { n: 64, k: 64 }\n");
     assert_eq!(err.line, Some(2), "{err}");
+}
+
+#[test]
+fn dtype_f32_by_default_bf16_f16_or_a_list_per_layer_and_bad_ones_name_the_line() {
+    let text = "\
+defaults: { m: [256], sparsity: \"8:32\", L: 32, dtype: bf16 }
+layers:
+  - { name: inherits, n: 64, k: 64 }
+  - { name: both, n: 128, k: 64, dtype: [f32, f16] }
+";
+    let set = parse(text, "test.yaml").unwrap();
+    let types: Vec<(String, Dtype)> = set
+        .entries
+        .iter()
+        .map(|e| (e.problem.to_string(), e.problem.dtype))
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            ("m256_n64_k64_8:32_l32_bf16".into(), Dtype::Bf16),
+            ("m256_n128_k64_8:32_l32".into(), Dtype::F32),
+            ("m256_n128_k64_8:32_l32_f16".into(), Dtype::F16),
+        ]
+    );
+    let set = parse(
+        "layers:\n  - { n: 64, k: 64, m: 3, sparsity: \"8:32\", L: 32 }\n",
+        "test.yaml",
+    )
+    .unwrap();
+    assert_eq!(set.entries[0].problem.dtype, Dtype::F32);
+    let err = parse_err(
+        "layers:\n  - { n: 64, k: 64, m: 8, sparsity: \"8:32\", L: 32 }\n  - { n: 64, k: 64, m: 8, sparsity: \"8:32\", L: 32, dtype: f64 }\n",
+    );
+    assert_eq!(err.line, Some(3), "{err}");
+    assert!(
+        err.message.contains("dtype must be f32, bf16, f16"),
+        "{err}"
+    );
+    let err = parse_err("defaults:\n  L: 32\n  dtype: []\nlayers:\n  - { n: 64, k: 64 }\n");
+    assert!(err.message.contains("dtype list is empty"), "{err}");
 }
 
 #[test]

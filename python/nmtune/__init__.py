@@ -281,16 +281,19 @@ class Lookup:
         nm: str,
         l: int = 32,
         a_layout: str = "row",
+        dtype: str = "f32",
     ) -> Dict[str, Any]:
         """The kernel the runtime launches for ``C (m×n) = A (m×k) ⊗ (B', D)``, and why: a
         dict with exactly the fields of ``nmtune lookup --format json`` (``gpu``, ``m``, ``n``,
-        ``k``, ``nm``, ``l``, ``a_layout``, ``kernel``, ``config``, ``rule``, ``from_m``,
-        ``source``, ``median_us``, ``cublas_us``, ``speedup``). No GPU needed."""
+        ``k``, ``nm``, ``l``, ``a_layout``, ``dtype``, ``kernel``, ``config``, ``rule``,
+        ``from_m``, ``source``, ``median_us``, ``cublas_us``, ``speedup``). No GPU needed."""
         parse_pattern(nm)
         if not isinstance(a_layout, str):
             raise TypeError(f"a_layout must be 'row' or 'col', got {type(a_layout).__name__}")
+        if not isinstance(dtype, str):
+            raise TypeError(f"dtype must be 'f32', 'bf16' or 'f16', got {type(dtype).__name__}")
         answer = self._native.lookup(
-            _whole("m", m), _whole("n", n), _whole("k", k), nm, _whole("l", l), a_layout
+            _whole("m", m), _whole("n", n), _whole("k", k), nm, _whole("l", l), a_layout, dtype
         )
         return json.loads(answer)
 

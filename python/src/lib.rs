@@ -11,7 +11,7 @@
 use cudarc::driver::{sys, CudaContext};
 use nmtune::checkpoint;
 use nmtune::format::{self, CompressedWeight, Padding};
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::runtime::{
     Answer, BorrowedLinear, DeviceMatrix, Lookup as Table, PreparedWeight, Runtime, SparseLinear,
 };
@@ -252,10 +252,13 @@ impl Lookup {
         nm: &str,
         l: usize,
         a_layout: &str,
+        dtype: &str,
     ) -> PyResult<String> {
         let layout: ALayout = a_layout.parse().map_err(py_err)?;
+        let dtype: Dtype = dtype.parse().map_err(py_err)?;
         let problem = Problem::new(m, n, k, pattern(nm)?, l)
             .and_then(|p| p.with_layout(layout))
+            .map(|p| p.with_dtype(dtype))
             .map_err(py_err)?;
         let table = &self.shared.table;
         let choice = table.lookup(&problem).map_err(py_err)?;

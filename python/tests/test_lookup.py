@@ -40,7 +40,7 @@ def test_lookup_matches_the_command_line(dbs, gpu, m, n, k, nm, l, layout):
 def test_the_answer_has_the_documented_fields():
     answer = nmtune.Lookup(DB / "h100.sqlite", "h100").lookup(300, 4096, 4096, "8:32")
     assert list(answer) == [
-        "gpu", "m", "n", "k", "nm", "l", "a_layout", "kernel", "config", "rule", "from_m",
+        "gpu", "m", "n", "k", "nm", "l", "a_layout", "dtype", "kernel", "config", "rule", "from_m",
         "source", "median_us", "cublas_us", "speedup",
     ]
     assert answer["rule"] == "nearest_m" and answer["from_m"] in (256, 512)

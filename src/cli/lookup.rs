@@ -3,7 +3,7 @@
 
 use super::fields::{pattern_arg, whole_number};
 use clap::{Args, ValueEnum};
-use nmtune::problem::{ALayout, Problem};
+use nmtune::problem::{ALayout, Dtype, Problem};
 use nmtune::runtime::{Answer, Choice, Lookup};
 use std::path::PathBuf;
 
@@ -42,13 +42,18 @@ pub struct LookupArgs {
     /// answer.
     #[arg(long, value_name = "LAYOUT", default_value = "row", value_parser = super::tune::parse_a_layout)]
     a_layout: ALayout,
+    /// Element type of A, B' and C: f32, bf16 or f16.
+    #[arg(long, value_name = "TYPE", default_value = "f32", value_parser = super::tune::parse_dtype)]
+    dtype: Dtype,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 }
 
 pub fn run(args: &LookupArgs) -> anyhow::Result<()> {
     let nm = pattern_arg("--nm", &args.nm)?;
-    let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?.with_layout(args.a_layout)?;
+    let problem = Problem::new(args.m, args.n, args.k, nm, args.l)?
+        .with_layout(args.a_layout)?
+        .with_dtype(args.dtype);
     // A typo in --db should not quietly turn into "defaults for everything".
     let lookup = Lookup::open_existing(&args.db, &args.gpu)?;
     let choice = lookup.lookup(&problem)?;

@@ -7,7 +7,7 @@ use nmtune::codegen::templates_checksum;
 use nmtune::db::{Database, Measurement};
 use nmtune::format::MinBytes;
 use nmtune::gpu_profile::gbps;
-use nmtune::problem::ALayout;
+use nmtune::problem::{ALayout, Dtype};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -47,6 +47,8 @@ pub struct ReportRow {
     pub l: usize,
     /// `row` or `col`.
     pub a_layout: ALayout,
+    /// `f32`, `bf16` or `f16`.
+    pub dtype: Dtype,
     pub kernel: String,
     pub config: ConfigFields,
     pub median_us: Option<f64>,
@@ -85,6 +87,7 @@ impl ReportRow {
             nm: p.nm.to_string(),
             l: p.l,
             a_layout: p.a_layout,
+            dtype: p.dtype,
             kernel: best.config.name(),
             config: ConfigFields::from(&best.config),
             median_us: best.median_us,
@@ -161,7 +164,8 @@ fn summary(rows: &[ReportRow]) -> String {
             let nm = nmtune::problem::NmPattern::parse(&r.nm, 32).ok()?;
             let problem = nmtune::problem::Problem::new(r.m, r.n, r.k, nm, r.l)
                 .and_then(|p| p.with_layout(r.a_layout))
-                .ok()?;
+                .ok()?
+                .with_dtype(r.dtype);
             Some((problem, r.speedup?))
         })
         .collect();
@@ -184,10 +188,10 @@ fn opt(value: Option<f64>, decimals: usize) -> String {
 /// CSV: one header line, then one line per row; a missing number is an empty field.
 fn to_csv(rows: &[ReportRow]) -> String {
     let opt = csv_number;
-    let mut out = String::from("gpu,m,n,k,nm,l,a_layout,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,min_bytes,achieved_gbps,copy_gbps,source,verified,current_templates\n");
+    let mut out = String::from("gpu,m,n,k,nm,l,a_layout,kernel,median_us,effective_tflops,cublas_us,speedup,ideal_speedup,fraction_of_ideal,min_bytes,achieved_gbps,copy_gbps,source,verified,current_templates,dtype\n");
     for r in rows {
         out += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{}\n",
             r.gpu,
             r.m,
             r.n,
@@ -207,7 +211,8 @@ fn to_csv(rows: &[ReportRow]) -> String {
             opt(r.copy_gbps, 1),
             r.source,
             r.verified,
-            r.current_templates
+            r.current_templates,
+            r.dtype
         );
     }
     out

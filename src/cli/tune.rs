@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use nmtune::codegen::nvrtc;
 use nmtune::db::{Database, Source};
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
-use nmtune::problem::{ALayout, Problem};
+use nmtune::problem::{ALayout, Dtype, Problem};
 use nmtune::replay::MeasurementLog;
 use nmtune::tuner::{self, measure::TimingPlan, TuneOptions, TuneSummary};
 use std::path::PathBuf;
@@ -38,6 +38,10 @@ pub struct TuneArgs {
     /// both [default: the file's, else row].
     #[arg(long, value_name = "LAYOUT", value_delimiter = ',', value_parser = parse_a_layout)]
     a_layout: Vec<ALayout>,
+    /// Element types to tune, replacing the shapes file's dtype: f32, bf16, f16, or a list
+    /// such as f32,bf16 [default: the file's, else f32].
+    #[arg(long, value_name = "TYPE", value_delimiter = ',', value_parser = parse_dtype)]
+    dtype: Vec<Dtype>,
     /// Search strategy.
     #[arg(long, value_enum, default_value_t = StrategyArg::Pruned)]
     strategy: StrategyArg,
@@ -89,7 +93,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     layouts.dedup();
     let layouts = (!layouts.is_empty()).then_some(layouts.as_slice());
     let shapes = nmtune::shapes::load_with_layouts(shapes_path, layouts)?;
-    let problems: Vec<Problem> = shapes.entries.iter().map(|e| e.problem).collect();
+    let problems = with_dtypes(shapes.entries.iter().map(|e| e.problem), &args.dtype);
     let on_gpu = matches!(args.backend, None | Some(Backend::Gpu));
     if on_gpu && !supervise::is_worker() && device::driver_present() {
         return supervise::run_workers();
@@ -292,6 +296,25 @@ fn parse_time_limit(text: &str) -> Result<f64, String> {
             "'{text}' is not a time limit between 0.01 and 3600 seconds"
         )),
     }
+}
+
+/// The problems in every element type of `dtypes` (none: as the shapes file says), in order,
+/// each once.
+fn with_dtypes(problems: impl Iterator<Item = Problem>, dtypes: &[Dtype]) -> Vec<Problem> {
+    if dtypes.is_empty() {
+        return problems.collect();
+    }
+    let mut seen = std::collections::HashSet::new();
+    problems
+        .flat_map(|p| dtypes.iter().map(move |&d| p.with_dtype(d)))
+        .filter(|p| seen.insert(*p))
+        .collect()
+}
+
+/// `--dtype` values: `f32`, `bf16` or `f16`, a one-line error naming them otherwise.
+pub fn parse_dtype(text: &str) -> Result<Dtype, String> {
+    text.parse()
+        .map_err(|e: nmtune::problem::ProblemError| e.to_string())
 }
 
 /// `--a-layout` values: `row` or `col`, a one-line error naming both otherwise.

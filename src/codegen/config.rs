@@ -1,6 +1,6 @@
 //! A kernel configuration: the point of the parameter space one compiled kernel implements.
 
-use crate::problem::{ALayout, NmPattern, Problem};
+use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -71,10 +71,14 @@ impl Family {
     /// The families whose kernels may serve `problem`, so the ones the tuner tries for it:
     /// the element-wise families for L = 1 (no other family reads one index per column),
     /// else the tiled family; and for decode-sized problems (m ≤ `DECODE_MAX_M`) the decode
-    /// family of the same kind too. A problem's rows are valid while these families'
-    /// templates are unchanged ([`crate::codegen::templates_checksum`]).
+    /// family of the same kind too; none for a BF16 or FP16 problem. A problem's rows are
+    /// valid while these families' templates are unchanged
+    /// ([`crate::codegen::templates_checksum`]).
     pub fn serving(problem: &Problem) -> &'static [Family] {
-        if problem.is_element_wise() && problem.is_decode() {
+        // Every family computes in FP32; the BF16/FP16 tensor-core family is not built yet.
+        if problem.dtype != Dtype::F32 {
+            &[]
+        } else if problem.is_element_wise() && problem.is_decode() {
             &[Family::Ew, Family::EwDecode]
         } else if problem.is_element_wise() {
             &[Family::Ew]

@@ -13,7 +13,7 @@
 use super::config::EW_WARP_ROWS_PER_LANE_ROW;
 use super::{ACopy, CodegenError, Family, KernelConfig};
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{NmPattern, Problem, DECODE_MAX_M, ELEMENT_WISE_L};
+use crate::problem::{Dtype, NmPattern, Problem, DECODE_MAX_M, ELEMENT_WISE_L};
 
 /// Largest m_s, n_s and k_s the template is tuned for.
 pub const MAX_TILE: u32 = 256;
@@ -600,6 +600,13 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     // Tiles are divisors below: a configuration that skipped `validate` must not panic here.
     rule(cfg.k_s > 0 && cfg.m_s > 0, || {
         format!("k_s={} and m_s={} must be positive", cfg.k_s, cfg.m_s)
+    })?;
+    rule(problem.dtype == Dtype::F32, || {
+        format!(
+            "computes in FP32 (A, B' and C as float), the problem is {}: no kernel family \
+             takes {} yet",
+            problem.dtype, problem.dtype
+        )
     })?;
     rule(cfg.nm == problem.nm, || {
         format!(

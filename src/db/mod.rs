@@ -191,6 +191,7 @@ impl Database {
         self.run(store::is_problem_done(
             conn,
             &self.path,
+            self.schema_version,
             (gpu, problem),
             (checksum, source),
         ))
@@ -210,6 +211,7 @@ impl Database {
         let names = self.run(store::measured_kernels(
             conn,
             &self.path,
+            self.schema_version,
             (gpu, problem),
             (checksum, source),
         ))?;
@@ -489,6 +491,45 @@ fn create_parent_dir(path: &Path) -> Result<(), DbError> {
 /// (`run_direct` is `run` without the `Acquire` indirection, whose lifetimes defeat the
 /// compiler's proof that this future is `Send`.)
 async fn migrate(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
+    // A migration that rebuilds a table (SQLite cannot change a UNIQUE constraint in place)
+    // drops the old one; with foreign keys on, that would delete the rows referencing it.
+    // The pragma is a no-op inside a transaction, so it is set around the migrator's, and the
+    // keys are checked once they are back on.
+    set_foreign_keys(conn, path, false).await?;
+    let migrated = run_migrations(conn, path).await;
+    set_foreign_keys(conn, path, true).await?;
+    migrated?;
+    let violations = sqlx::query("PRAGMA foreign_key_check")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|err| from_sqlx(path, err))?;
+    if !violations.is_empty() {
+        return Err(error::corrupt(
+            path,
+            format!("{} rows reference missing rows", violations.len()),
+        ));
+    }
+    Ok(())
+}
+
+async fn set_foreign_keys(
+    conn: &mut SqliteConnection,
+    path: &Path,
+    on: bool,
+) -> Result<(), DbError> {
+    let pragma = if on {
+        "PRAGMA foreign_keys = ON"
+    } else {
+        "PRAGMA foreign_keys = OFF"
+    };
+    sqlx::query(pragma)
+        .execute(&mut *conn)
+        .await
+        .map_err(|err| from_sqlx(path, err))?;
+    Ok(())
+}
+
+async fn run_migrations(conn: &mut SqliteConnection, path: &Path) -> Result<(), DbError> {
     let Err(first) = MIGRATOR.run_direct(conn).await else {
         return Ok(());
     };

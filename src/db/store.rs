@@ -7,7 +7,7 @@ use super::identity::SCHEMA_VERSION;
 use super::types::{Measurement, Source, Status};
 use crate::codegen::KernelConfig;
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{ALayout, NmPattern, Problem};
+use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Row, Sqlite, SqliteConnection};
 use std::path::Path;
@@ -17,18 +17,32 @@ type Query<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>>;
 /// The first schema whose measurements hold `copy_gbps` (migrations/0002_copy_bandwidth.sql).
 const COPY_GBPS_SINCE_SCHEMA: i64 = 2;
 
+/// The first schema whose problems hold the element type (migrations/0003_dtype.sql).
+const DTYPE_SINCE_SCHEMA: i64 = 3;
+
+/// The element type of a problem of the `p` alias in a file of `schema_version`: every problem
+/// of an older file is FP32.
+fn dtype_column(schema_version: i64) -> &'static str {
+    if schema_version >= DTYPE_SINCE_SCHEMA {
+        "p.dtype"
+    } else {
+        "'f32'"
+    }
+}
+
 /// Columns of a measurement row joined with its GPU and problem, in the order `decode` reads,
 /// from a file of `schema_version`: an older file, read as it is by a read-only handle, has
-/// no copy bandwidth, which reads as NULL.
+/// no copy bandwidth, which reads as NULL, and only FP32 problems.
 fn measurement_select(schema_version: i64) -> String {
     let copy_gbps = if schema_version >= COPY_GBPS_SINCE_SCHEMA {
         "ms.copy_gbps"
     } else {
         "NULL AS copy_gbps"
     };
+    let dtype = dtype_column(schema_version);
     format!(
         "SELECT ms.id, g.name AS gpu, p.m, p.n, p.k, p.nm_n, p.nm_m, p.l, \
-         p.a_layout, ms.config_json, ms.status, ms.error, ms.median_us, ms.min_us, ms.runs, \
+         p.a_layout, {dtype} AS dtype, ms.config_json, ms.status, ms.error, ms.median_us, ms.min_us, ms.runs, \
          ms.verified, ms.max_rel_error, ms.cublas_us, {copy_gbps}, ms.registers, \
          ms.spill_bytes, ms.template_checksum, ms.source, ms.tool_version, ms.created_at \
          FROM measurements ms \
@@ -38,11 +52,8 @@ fn measurement_select(schema_version: i64) -> String {
 }
 
 /// Report order: GPU, then the problem key.
-const PROBLEM_ORDER: &str = "g.name, p.m, p.n, p.k, p.nm_n, p.nm_m, p.l, p.a_layout";
-
-/// Matches one problem of the `p` alias; bind with [`bind_problem`].
-const PROBLEM_MATCH: &str = "p.m = ? AND p.n = ? AND p.k = ? AND p.nm_n = ? AND p.nm_m = ? \
-     AND p.l = ? AND p.a_layout = ?";
+/// (`dtype`: the column of [`measurement_select`].)
+const PROBLEM_ORDER: &str = "g.name, p.m, p.n, p.k, p.nm_n, p.nm_m, p.l, p.a_layout, dtype";
 
 /// A problem as SQLite integers.
 struct ProblemKey {
@@ -53,10 +64,15 @@ struct ProblemKey {
     nm_m: i64,
     l: i64,
     a_layout: &'static str,
+    dtype: &'static str,
+    /// The file's element-type column ([`dtype_column`]).
+    dtype_column: &'static str,
 }
 
 impl ProblemKey {
-    fn new(problem: &Problem, path: &Path) -> Result<Self, DbError> {
+    /// The key of `problem` in a file of `schema_version` (a problem of another type than
+    /// FP32 matches nothing in a file older than the type).
+    fn new(problem: &Problem, path: &Path, schema_version: i64) -> Result<Self, DbError> {
         let int = |value: usize| {
             i64::try_from(value).map_err(|_| DbError::Sqlx {
                 path: path.to_path_buf(),
@@ -73,7 +89,18 @@ impl ProblemKey {
             nm_m: problem.nm.m.into(),
             l: int(problem.l)?,
             a_layout: problem.a_layout.as_str(),
+            dtype: problem.dtype.as_str(),
+            dtype_column: dtype_column(schema_version),
         })
+    }
+
+    /// Matches this problem in the `p` alias; bind with [`bind_problem`].
+    fn matching(&self) -> String {
+        format!(
+            "p.m = ? AND p.n = ? AND p.k = ? AND p.nm_n = ? AND p.nm_m = ? AND p.l = ? \
+             AND p.a_layout = ? AND {} = ?",
+            self.dtype_column
+        )
     }
 }
 
@@ -86,6 +113,7 @@ fn bind_problem<'q>(query: Query<'q>, key: &ProblemKey) -> Query<'q> {
         .bind(key.nm_m)
         .bind(key.l)
         .bind(key.a_layout)
+        .bind(key.dtype)
 }
 
 /// The id of a GPU by name, inserting a row with only the name when it is new.
@@ -109,16 +137,18 @@ async fn ensure_problem(
     path: &Path,
     problem: &Problem,
 ) -> Result<i64, DbError> {
-    let key = ProblemKey::new(problem, path)?;
+    // Written through a read-write handle: the file has the current schema.
+    let key = ProblemKey::new(problem, path, SCHEMA_VERSION)?;
     let insert = sqlx::query(
-        "INSERT INTO problems (m, n, k, nm_n, nm_m, l, a_layout) VALUES (?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (m, n, k, nm_n, nm_m, l, a_layout) DO NOTHING",
+        "INSERT INTO problems (m, n, k, nm_n, nm_m, l, a_layout, dtype) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (m, n, k, nm_n, nm_m, l, a_layout, dtype) DO NOTHING",
     );
     bind_problem(insert, &key)
         .execute(&mut *conn)
         .await
         .map_err(|err| from_sqlx(path, err))?;
-    let select = format!("SELECT id FROM problems p WHERE {PROBLEM_MATCH}");
+    let select = format!("SELECT id FROM problems p WHERE {}", key.matching());
     let row = bind_problem(sqlx::query(&select), &key)
         .fetch_one(&mut *conn)
         .await
@@ -366,14 +396,16 @@ pub(crate) async fn mark_problem_done(
 pub(crate) async fn is_problem_done(
     conn: &mut SqliteConnection,
     path: &Path,
+    schema_version: i64,
     (gpu, problem): (&str, &Problem),
     (checksum, source): (&str, Source),
 ) -> Result<bool, DbError> {
-    let key = ProblemKey::new(problem, path)?;
+    let key = ProblemKey::new(problem, path, schema_version)?;
     let sql = format!(
         "SELECT 1 FROM problem_runs r \
          JOIN gpus g ON g.id = r.gpu_id JOIN problems p ON p.id = r.problem_id \
-         WHERE {PROBLEM_MATCH} AND g.name = ? AND r.template_checksum = ? AND r.source = ?"
+         WHERE {} AND g.name = ? AND r.template_checksum = ? AND r.source = ?",
+        key.matching()
     );
     let row = bind_problem(sqlx::query(&sql), &key)
         .bind(gpu)
@@ -389,14 +421,16 @@ pub(crate) async fn is_problem_done(
 pub(crate) async fn measured_kernels(
     conn: &mut SqliteConnection,
     path: &Path,
+    schema_version: i64,
     (gpu, problem): (&str, &Problem),
     (checksum, source): (&str, Source),
 ) -> Result<Vec<String>, DbError> {
-    let key = ProblemKey::new(problem, path)?;
+    let key = ProblemKey::new(problem, path, schema_version)?;
     let sql = format!(
         "SELECT ms.kernel_name FROM measurements ms \
          JOIN gpus g ON g.id = ms.gpu_id JOIN problems p ON p.id = ms.problem_id \
-         WHERE {PROBLEM_MATCH} AND g.name = ? AND ms.template_checksum = ? AND ms.source = ?"
+         WHERE {} AND g.name = ? AND ms.template_checksum = ? AND ms.source = ?",
+        key.matching()
     );
     let rows = bind_problem(sqlx::query(&sql), &key)
         .bind(gpu)
@@ -432,10 +466,11 @@ pub(crate) async fn best_for(
     schema_version: i64,
     (gpu, problem): (&str, &Problem),
 ) -> Result<Option<Measurement>, DbError> {
-    let key = ProblemKey::new(problem, path)?;
+    let key = ProblemKey::new(problem, path, schema_version)?;
     let sql = format!(
-        "{} JOIN best b ON b.measurement_id = ms.id WHERE {PROBLEM_MATCH} AND g.name = ?",
-        measurement_select(schema_version)
+        "{} JOIN best b ON b.measurement_id = ms.id WHERE {} AND g.name = ?",
+        measurement_select(schema_version),
+        key.matching()
     );
     let found =
         fetch_measurements(conn, path, bind_problem(sqlx::query(&sql), &key).bind(gpu)).await?;
@@ -499,6 +534,7 @@ fn decode(row: &SqliteRow, path: &Path) -> Result<(i64, Measurement), DbError> {
         },
         l: cell.size("l")?,
         a_layout: cell.parsed("a_layout", ALayout::parse)?,
+        dtype: cell.parsed("dtype", Dtype::parse)?,
     };
     let config_json: String = cell.get("config_json")?;
     let config: KernelConfig = serde_json::from_str(&config_json)

@@ -4,13 +4,14 @@
 //!
 //! Floats are written in their shortest exact form and read back bit for bit (serde_json's
 //! `float_roundtrip`); the infinities SQLite can hold are written as the strings `"inf"` and
-//! `"-inf"`. A row without a copy bandwidth has no `copy_gbps` field at all, so that files
-//! written before the field existed remain their databases' exact export.
+//! `"-inf"`. A row without a copy bandwidth has no `copy_gbps` field at all, and an FP32
+//! problem no `dtype` field, so that files written before those fields existed remain their
+//! databases' exact export.
 
 use super::ReplayError;
 use crate::codegen::KernelConfig;
 use crate::db::{Measurement, Source, Status};
-use crate::problem::{ALayout, NmPattern, Problem};
+use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
@@ -28,6 +29,9 @@ struct Line {
     nm: String,
     l: usize,
     a_layout: String,
+    /// The element type where it is not FP32 (older files have no such field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dtype: Option<String>,
     /// The kernel name spells the whole configuration ([`KernelConfig::parse_name`]).
     kernel: String,
     status: Status,
@@ -121,6 +125,7 @@ impl Line {
             nm: p.nm.to_string(),
             l: p.l,
             a_layout: p.a_layout.as_str().to_string(),
+            dtype: (p.dtype != Dtype::F32).then(|| p.dtype.as_str().to_string()),
             kernel: m.kernel_name(),
             status: m.status,
             source: m.source,
@@ -202,8 +207,13 @@ impl Line {
         let nm = NmPattern::new(n, m).map_err(|e| e.to_string())?;
         let layout = ALayout::parse(&self.a_layout)
             .ok_or_else(|| format!("unknown a_layout '{}' (expected row or col)", self.a_layout))?;
+        let dtype = match &self.dtype {
+            None => Dtype::F32,
+            Some(text) => text.parse::<Dtype>().map_err(|e| e.to_string())?,
+        };
         Problem::new(self.m, self.n, self.k, nm, self.l)
             .and_then(|p| p.with_layout(layout))
+            .map(|p| p.with_dtype(dtype))
             .map_err(|e| e.to_string())
     }
 }
@@ -215,6 +225,7 @@ fn export_order(a: &Measurement, b: &Measurement) -> Ordering {
         (
             m.gpu.clone(),
             (p.m, p.n, p.k, p.nm.n, p.nm.m, p.l, p.a_layout.as_str()),
+            p.dtype,
             m.kernel_name(),
             m.source.as_str(),
             m.template_checksum.clone(),

@@ -3,7 +3,7 @@
 
 use super::{Choice, Rule};
 use crate::codegen::ConfigFields;
-use crate::problem::{ALayout, Problem};
+use crate::problem::{ALayout, Dtype, Problem};
 use serde::Serialize;
 
 /// The kernel chosen for one problem, and why, as flat fields. Field names are part of the
@@ -19,6 +19,8 @@ pub struct Answer {
     pub l: usize,
     /// `row` or `col`.
     pub a_layout: ALayout,
+    /// `f32`, `bf16` or `f16`.
+    pub dtype: Dtype,
     pub kernel: String,
     pub config: ConfigFields,
     /// `exact`, `nearest_m` or `default`.
@@ -48,6 +50,7 @@ impl Answer {
             nm: problem.nm.to_string(),
             l: problem.l,
             a_layout: problem.a_layout,
+            dtype: problem.dtype,
             kernel: choice.config.name(),
             config: ConfigFields::from(&choice.config),
             rule: choice.rule.as_str(),
