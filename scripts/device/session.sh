@@ -12,7 +12,7 @@
 #               $NMSPMM_SHAPES names a file of "m n k sparsity" lines to time instead
 #   sweep FILE  tune the shapes in FILE with the sample strategy into $OUT/sweep.sqlite
 #   tune FILE DB  tune FILE into DB (resumable; $TUNE_STRATEGY, default pruned: warm after a
-#               template change), report to $OUT
+#               template change), tidy it, and send it back as $OUT/<name>.gz
 #   bench DB M  re-time DB's stored best kernels at m = M beside cuBLAS
 #   ncu LIST    ncu scheduler, warp-state, occupancy and memory sections of each kernel in
 #               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
@@ -68,7 +68,11 @@ while [ $# -gt 0 ]; do
       limit "${TUNE_LIMIT:-500}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" \
         --strategy "${TUNE_STRATEGY:-pruned}" > "$OUT/tune.log" 2>&1
       note "tune: rc=$? $(tail -1 "$OUT/tune.log")"
-      checkpoint "$db"; cp "$db" "$OUT/" ;;
+      # Rows a finished re-tune superseded go before the file travels back (a file that comes
+      # back is at most 16 MiB, and a re-tuned database holds both generations until tidied);
+      # gzip for the same reason: gunzip it into tuning-db/ here.
+      "$BIN/nmtune" tidy --db "$db" >> "$OUT/tune.log" 2>&1
+      checkpoint "$db"; gzip -c "$db" > "$OUT/$(basename "$db").gz" ;;
     bench)
       db=$1 m=$2; shift 2
       limit 240 "$BIN/nmtune" bench --db "$db" --m "$m" > "$OUT/bench-m$m.txt" 2>&1

@@ -56,7 +56,9 @@ fn is_earlier_timing(row: &Measurement) -> bool {
 /// The fastest [`WARM_TOP`] distinct configurations of `rows` that this build can run for
 /// `problem`, fastest first, then the Table I seeds and the problem's default configuration.
 fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    rows.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
+    // Every row here has a time (`is_earlier_timing`), and a stored time is finite.
+    let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
+    rows.sort_by(|a, b| time(a).total_cmp(&time(b)));
     let serving = Family::serving(problem);
     let mut picked: Vec<KernelConfig> = Vec::new();
     for row in rows {
