@@ -38,7 +38,7 @@ use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one;
 use crate::model::predict_with_registers;
-use crate::problem::{ALayout, NmPattern, Problem, DECODE_MAX_M};
+use crate::problem::{ALayout, Dtype, NmPattern, Problem, DECODE_MAX_M};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -108,6 +108,7 @@ struct WeightKey {
     nm: NmPattern,
     l: usize,
     a_layout: ALayout,
+    dtype: Dtype,
 }
 
 impl WeightKey {
@@ -118,6 +119,7 @@ impl WeightKey {
             nm: p.nm,
             l: p.l,
             a_layout: p.a_layout,
+            dtype: p.dtype,
         }
     }
 }
