@@ -518,7 +518,8 @@ fn expand_layer(
         .as_deref()
         .or(defaults.dtype.as_deref())
         .unwrap_or(&[Dtype::F32]);
-    let mut problems = Vec::with_capacity(layouts.len() * ls.len() * ms.len() * sparsities.len());
+    let count = dtypes.len() * layouts.len() * ls.len() * ms.len() * sparsities.len();
+    let mut problems = Vec::with_capacity(count);
     for &dtype in dtypes {
         for &layout in layouts {
             for &l in ls {
