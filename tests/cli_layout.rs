@@ -1,6 +1,7 @@
 //! The A layout through the command line, as users meet it: `--a-layout` on the main command
-//! (overriding the shapes file), `report` (JSON, table, CSV, filter), `lookup` (answers for
-//! one layout only), and export / replay / check-replay with column-major rows. No GPU needed.
+//! (overriding the shapes file), `report` (JSON, table, CSV, filter; the element type's filter
+//! too), `lookup` (answers for one layout only), and export / replay / check-replay with
+//! column-major rows. No GPU needed.
 
 mod common;
 
@@ -388,4 +389,29 @@ fn column_major_rows_export_replay_and_check() {
         error.contains("takes row-major A, the line's a_layout is col"),
         "{error}"
     );
+}
+
+#[test]
+fn report_filters_by_element_type_and_says_when_none_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = write(dir.path(), "s.yaml", SHAPES);
+    let db = dir.path().join("t.sqlite");
+    model_run(&shapes, &db, &[]).success();
+    let all = report_json(&db, &[]);
+    let f32_rows = report_json(&db, &["--dtype", "f32"]);
+    assert!(!all.is_empty());
+    assert_eq!(f32_rows, all, "every entry is FP32");
+    assert!(all.iter().all(|r| r["dtype"] == "f32"));
+    let report = |dtype: &str| {
+        nmtune()
+            .args(["report", "--dtype", dtype, "--db"])
+            .arg(&db)
+            .assert()
+    };
+    report("bf16")
+        .code(1)
+        .stderr(one_line_error("holds no usable entry of type bf16"));
+    report("f64")
+        .code(1)
+        .stderr(one_line_error("unknown data type 'f64'"));
 }

@@ -29,6 +29,9 @@ pub struct ReportArgs {
     /// Only problems with A in this layout: row or col.
     #[arg(long, value_name = "LAYOUT", value_parser = super::tune::parse_a_layout)]
     a_layout: Option<ALayout>,
+    /// Only problems of this element type: f32, bf16 or f16.
+    #[arg(long, value_name = "TYPE", value_parser = super::tune::parse_dtype)]
+    dtype: Option<Dtype>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Also draw the roofline of the best entries into this file (.png or .svg).
@@ -140,6 +143,15 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
                 "{} holds no usable entry with a_layout {}",
                 args.db.display(),
                 layout.as_str()
+            );
+        }
+    }
+    if let Some(dtype) = args.dtype {
+        best.retain(|b| b.problem.dtype == dtype);
+        if best.is_empty() {
+            bail!(
+                "{} holds no usable entry of type {dtype}",
+                args.db.display()
             );
         }
     }
