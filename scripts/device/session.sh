@@ -12,7 +12,10 @@
 #               $NMSPMM_SHAPES names a file of "m n k sparsity" lines to time instead
 #   sweep FILE  tune the shapes in FILE with the sample strategy into $OUT/sweep.sqlite
 #   tune FILE DB  tune FILE into DB (resumable; $TUNE_STRATEGY, default pruned: warm after a
-#               template change), tidy it, and send it back as $OUT/<name>.gz
+#               template change), tidy it, and send it back as $OUT/<name>.gz; the log is
+#               $OUT/tune-<FILE's stem>.log. Each tune stops in time for the call to end within
+#               $CALL_BUDGET seconds (default 560; the device tool stops a call at 600)
+#   ncu-best DB NM...  ncu (as `ncu`) of DB's stored 4096³ column-major best at each N:M
 #   bench DB M  re-time DB's stored best kernels at m = M beside cuBLAS
 #   ncu LIST    ncu scheduler, warp-state, occupancy and memory sections of each kernel in
 #               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
@@ -32,6 +35,13 @@ note() { summary+=("$*"); echo "== $*"; }
 # holds every row.
 checkpoint() { python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('pragma wal_checkpoint(TRUNCATE)')" "$1"; }
 limit() { timeout "$@"; }
+# Seconds a tune may still run: its own limit, or what the call has left less a margin for
+# tidying and packing the database.
+tune_limit() {
+  local left=$(( ${CALL_BUDGET:-560} - SECONDS - 40 ))
+  local own=${TUNE_LIMIT:-500}
+  echo $(( left < own ? left : own ))
+}
 
 nmspmm_shapes=("4096 4096 4096 0.5" "4096 4096 4096 0.625" "4096 4096 4096 0.75" "4096 4096 4096 0.875"
                "256 4096 4096 0.5" "256 4096 4096 0.875")
@@ -65,14 +75,27 @@ while [ $# -gt 0 ]; do
       cat "$OUT/sweep-report.txt" ;;
     tune)
       file=$1 db=$2; shift 2
-      limit "${TUNE_LIMIT:-500}" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" \
-        --strategy "${TUNE_STRATEGY:-pruned}" > "$OUT/tune.log" 2>&1
-      note "tune: rc=$? $(tail -1 "$OUT/tune.log")"
+      log="$OUT/tune-$(basename "$file" .yaml).log"
+      secs=$(tune_limit)
+      if [ "$secs" -lt 30 ]; then note "tune $file: skipped, ${secs} s left in the call"; continue; fi
+      limit "$secs" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" \
+        --strategy "${TUNE_STRATEGY:-pruned}" >> "$log" 2>&1
+      note "tune $file (limit $secs s): rc=$? $(tail -1 "$log")"
       # Rows a finished re-tune superseded go before the file travels back (a file that comes
       # back is at most 16 MiB, and a re-tuned database holds both generations until tidied);
       # gzip for the same reason: gunzip it into tuning-db/ here.
-      "$BIN/nmtune" tidy --db "$db" >> "$OUT/tune.log" 2>&1
+      "$BIN/nmtune" tidy --db "$db" >> "$log" 2>&1
       checkpoint "$db"; gzip -c "$db" > "$OUT/$(basename "$db").gz" ;;
+    ncu-best)
+      db=$1; shift
+      : > "$OUT/ncu-best.list"
+      gpu=h100; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && gpu=h200
+      while [ $# -gt 0 ] && [[ $1 == *:* ]]; do
+        kernel=$("$BIN/nmtune" lookup --db "$db" --gpu "$gpu" --m 4096 --n 4096 --k 4096 \
+          --nm "$1" --a-layout col --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["kernel"])')
+        echo "4096 4096 4096 $1 col $kernel" >> "$OUT/ncu-best.list"; shift
+      done
+      set -- ncu "$OUT/ncu-best.list" "$@" ;;
     bench)
       db=$1 m=$2; shift 2
       limit 240 "$BIN/nmtune" bench --db "$db" --m "$m" > "$OUT/bench-m$m.txt" 2>&1
