@@ -64,6 +64,9 @@ fn random_measurement(rng: &mut SmallRng, gpu: &str, problem: Problem) -> Measur
         registers: Some(rng.gen_range(32..255)),
         spill_bytes: Some(rng.gen_range(0..64)),
         template_checksum: CHECKSUM.to_string(),
+        kernel_checksum: rng
+            .gen_bool(0.5)
+            .then(|| format!("family-{}", rng.gen_range(0..3))),
         source: Source::Measured,
         tool_version: nmtune::TOOL_VERSION.to_string(),
         created_at: format!(
@@ -784,6 +787,29 @@ fn a_schema_2_database_is_read_as_fp32_and_upgraded_by_the_first_write() {
         Some(first)
     );
     assert_eq!(db.measurements(None).unwrap().len(), before.len() + 1);
+    db.check_integrity().unwrap();
+}
+
+#[test]
+fn a_schema_3_database_reads_without_kernel_checksums_and_upgrades_on_the_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h100.sqlite");
+    std::fs::copy("tuning-db/h100.sqlite", &path).unwrap();
+    let reader = Database::open_read_only(&path).unwrap();
+    assert_eq!(reader.schema_version(), 3);
+    let before = reader.measurements(None).unwrap();
+    assert!(before.len() > 1000);
+    assert!(before.iter().all(|m| m.kernel_checksum.is_none()));
+    drop(reader);
+    let db = Database::open(&path).unwrap();
+    assert_eq!(db.schema_version(), SCHEMA_VERSION);
+    assert_eq!(db.measurements(None).unwrap(), before);
+    let mut newer = before[0].clone();
+    newer.kernel_checksum = Some("family".into());
+    db.record(&newer).unwrap();
+    let stored = db.measurements(None).unwrap();
+    assert_eq!(stored.len(), before.len());
+    assert!(stored.contains(&newer));
     db.check_integrity().unwrap();
 }
 

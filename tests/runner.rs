@@ -398,6 +398,7 @@ fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are
         .filter(|m| with_history.contains(&m.problem))
         .map(|m| Measurement {
             template_checksum: "an-earlier-template".into(),
+            kernel_checksum: None,
             ..m
         })
         .collect();

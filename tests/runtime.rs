@@ -583,6 +583,38 @@ fn defaults_take_the_copy_path_of_the_layout() {
     }
 }
 
+/// A template change to one family leaves the timings of another family's kernels valid: a
+/// row whose search is stale (template checksum of other templates) but whose kernel's own
+/// family checksum is current is launched; one whose family changed too is not.
+#[test]
+fn a_row_stays_current_while_its_own_family_is_unchanged() {
+    capture_logs();
+    let decode = problem(1, 4096, 4096, nm(8, 32));
+    let (_empty_dir, empty) = db_with(&[]);
+    let cfg = Lookup::open(&empty, GPU)
+        .unwrap()
+        .lookup(&decode)
+        .unwrap()
+        .config;
+    assert_eq!(cfg.a_copy, ACopy::DirectRow);
+    let with_family = |family_checksum: &str| {
+        let mut m = stale(row(decode, cfg, Source::Measured, 7.0));
+        m.kernel_checksum = Some(family_checksum.to_string());
+        m
+    };
+    let own = nmtune::codegen::family_checksum(cfg.family());
+    let (_dir, path) = db_with(&[with_family(own)]);
+    let lookup = Lookup::open(&path, GPU).unwrap();
+    assert_eq!(lookup.stats().stale_ignored, 0);
+    let choice = lookup.lookup(&decode).unwrap();
+    assert_eq!((choice.rule, choice.median_us), (Rule::Exact, Some(7.0)));
+
+    let (_dir2, path2) = db_with(&[with_family("an-earlier-decode-template")]);
+    let lookup = Lookup::open(&path2, GPU).unwrap();
+    assert_eq!(lookup.stats().stale_ignored, 1);
+    assert_eq!(lookup.lookup(&decode).unwrap().rule, Rule::Default);
+}
+
 // ---------------------------------------------------------------- weight preparation
 
 /// Uniform in ±[0.5, 1.5): never zero, so a kept value is never mistaken for a pruned one.

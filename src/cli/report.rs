@@ -3,8 +3,7 @@
 use super::fields::{csv_number, ConfigFields};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use nmtune::codegen::templates_checksum;
-use nmtune::db::{Database, Measurement};
+use nmtune::db::{is_current, Database, Measurement};
 use nmtune::format::MinBytes;
 use nmtune::gpu_profile::gbps;
 use nmtune::problem::{ALayout, Dtype};
@@ -104,7 +103,7 @@ impl ReportRow {
             copy_gbps: best.copy_gbps,
             source: best.source.as_str().to_string(),
             verified: best.verified,
-            current_templates: best.template_checksum == templates_checksum(&best.problem),
+            current_templates: is_current(best),
         }
     }
 }

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 
 /// Schema version this build writes and understands: the number of the last migration.
 /// Every migration that changes the schema bumps it, in `meta` as well.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The oldest schema a read-only handle reads as it is, without upgrading the file (a command
 /// that only reads must never change a database, such as a committed one). Version 1 lacks
 /// `measurements.copy_gbps`, which reads as NULL; versions 1 and 2 lack `problems.dtype`:
-/// all their problems are FP32.
+/// all their problems are FP32; versions 1 to 3 lack `measurements.kernel_checksum` (NULL).
 pub const OLDEST_READABLE_SCHEMA: i64 = 1;
 
 /// `PRAGMA application_id` of every nmtune database: "NMTU" in ASCII.

@@ -14,7 +14,9 @@ mod identity;
 mod store;
 mod types;
 
-pub use best::{best_per_problem, better, can_be_best, compare, trust};
+pub use best::{
+    best_per_problem, better, can_be_best, compare, is_current, is_current_against, trust,
+};
 pub use error::DbError;
 pub use identity::{APPLICATION_ID, APPLICATION_NAME, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
 pub use store::Tidied;

@@ -20,6 +20,10 @@ const COPY_GBPS_SINCE_SCHEMA: i64 = 2;
 /// The first schema whose problems hold the element type (migrations/0003_dtype.sql).
 const DTYPE_SINCE_SCHEMA: i64 = 3;
 
+/// The first schema whose measurements hold their kernel family's checksum
+/// (migrations/0004_kernel_checksum.sql).
+const KERNEL_CHECKSUM_SINCE_SCHEMA: i64 = 4;
+
 /// The element type of a problem of the `p` alias in a file of `schema_version`: every problem
 /// of an older file is FP32.
 fn dtype_column(schema_version: i64) -> &'static str {
@@ -32,19 +36,25 @@ fn dtype_column(schema_version: i64) -> &'static str {
 
 /// Columns of a measurement row joined with its GPU and problem, in the order `decode` reads,
 /// from a file of `schema_version`: an older file, read as it is by a read-only handle, has
-/// no copy bandwidth, which reads as NULL, and only FP32 problems.
+/// no copy bandwidth and no kernel checksum, which read as NULL, and only FP32 problems.
 fn measurement_select(schema_version: i64) -> String {
     let copy_gbps = if schema_version >= COPY_GBPS_SINCE_SCHEMA {
         "ms.copy_gbps"
     } else {
         "NULL AS copy_gbps"
     };
+    let kernel_checksum = if schema_version >= KERNEL_CHECKSUM_SINCE_SCHEMA {
+        "ms.kernel_checksum"
+    } else {
+        "NULL AS kernel_checksum"
+    };
     let dtype = dtype_column(schema_version);
     format!(
         "SELECT ms.id, g.name AS gpu, p.m, p.n, p.k, p.nm_n, p.nm_m, p.l, \
          p.a_layout, {dtype} AS dtype, ms.config_json, ms.status, ms.error, ms.median_us, ms.min_us, ms.runs, \
          ms.verified, ms.max_rel_error, ms.cublas_us, {copy_gbps}, ms.registers, \
-         ms.spill_bytes, ms.template_checksum, ms.source, ms.tool_version, ms.created_at \
+         ms.spill_bytes, ms.template_checksum, {kernel_checksum}, ms.source, ms.tool_version, \
+         ms.created_at \
          FROM measurements ms \
          JOIN gpus g ON g.id = ms.gpu_id \
          JOIN problems p ON p.id = ms.problem_id"
@@ -240,15 +250,16 @@ async fn upsert_measurement(
     let row = sqlx::query(
         "INSERT INTO measurements (gpu_id, problem_id, kernel_name, config_json, status, error, \
          median_us, min_us, runs, verified, max_rel_error, cublas_us, copy_gbps, registers, \
-         spill_bytes, template_checksum, source, tool_version, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         spill_bytes, template_checksum, kernel_checksum, source, tool_version, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (gpu_id, problem_id, kernel_name, template_checksum, source) DO UPDATE SET \
          config_json = excluded.config_json, status = excluded.status, error = excluded.error, \
          median_us = excluded.median_us, min_us = excluded.min_us, runs = excluded.runs, \
          verified = excluded.verified, max_rel_error = excluded.max_rel_error, \
          cublas_us = excluded.cublas_us, copy_gbps = excluded.copy_gbps, \
          registers = excluded.registers, \
-         spill_bytes = excluded.spill_bytes, tool_version = excluded.tool_version, \
+         spill_bytes = excluded.spill_bytes, kernel_checksum = excluded.kernel_checksum, \
+         tool_version = excluded.tool_version, \
          created_at = excluded.created_at \
          RETURNING id",
     )
@@ -268,6 +279,7 @@ async fn upsert_measurement(
     .bind(m.registers.map(i64::from))
     .bind(m.spill_bytes.map(i64::from))
     .bind(&m.template_checksum)
+    .bind(m.kernel_checksum.as_deref())
     .bind(m.source.as_str())
     .bind(&m.tool_version)
     .bind(&m.created_at)
@@ -555,6 +567,7 @@ fn decode(row: &SqliteRow, path: &Path) -> Result<(i64, Measurement), DbError> {
         registers: cell.optional_small("registers")?,
         spill_bytes: cell.optional_small("spill_bytes")?,
         template_checksum: cell.get("template_checksum")?,
+        kernel_checksum: cell.get("kernel_checksum")?,
         source: cell.parsed("source", |s| s.parse::<Source>().ok())?,
         tool_version: cell.get("tool_version")?,
         created_at: cell.get("created_at")?,

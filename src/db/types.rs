@@ -149,8 +149,16 @@ pub struct Measurement {
     pub copy_gbps: Option<f64>,
     pub registers: Option<u32>,
     pub spill_bytes: Option<u32>,
-    /// Hash of the kernel templates that generated the code.
+    /// Hash of the templates of every family that may serve the problem
+    /// ([`crate::codegen::templates_checksum`]): the tuning run's key, by which it resumes and
+    /// re-tunes.
     pub template_checksum: String,
+    /// Hash of the templates of the kernel's own family ([`crate::codegen::family_checksum`]),
+    /// which generated the code this row timed; `None` for rows of databases older than
+    /// schema 4. While it is current the row's time stays valid, whatever other families'
+    /// templates did ([`crate::db::is_current`]).
+    #[serde(default)]
+    pub kernel_checksum: Option<String>,
     pub source: Source,
     pub tool_version: String,
     /// RFC 3339, UTC (see [`now_rfc3339`]).

@@ -50,6 +50,9 @@ struct Line {
     spill_bytes: Option<u32>,
     error: Option<String>,
     template_checksum: String,
+    /// Only where the row has one (schema 4 on), for the same reason as `copy_gbps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kernel_checksum: Option<String>,
     tool_version: String,
     created_at: String,
 }
@@ -140,6 +143,7 @@ impl Line {
             spill_bytes: m.spill_bytes,
             error: m.error.clone(),
             template_checksum: m.template_checksum.clone(),
+            kernel_checksum: m.kernel_checksum.clone(),
             tool_version: m.tool_version.clone(),
             created_at: m.created_at.clone(),
         }
@@ -185,6 +189,7 @@ impl Line {
             registers: self.registers,
             spill_bytes: self.spill_bytes,
             template_checksum: self.template_checksum,
+            kernel_checksum: self.kernel_checksum,
             source: self.source,
             tool_version: self.tool_version,
             created_at: self.created_at,
@@ -312,6 +317,7 @@ mod tests {
             registers: Some(128),
             spill_bytes: None,
             template_checksum: "abc".into(),
+            kernel_checksum: None,
             source: Source::Measured,
             tool_version: "0.1.0".into(),
             created_at: "2026-11-22T03:10:35.483312040+00:00".into(),
@@ -363,6 +369,25 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn kernel_checksum_round_trips_and_is_left_out_when_absent() {
+        let without = to_text(&[row(Some(3.0), 64)]);
+        assert!(!without.contains("kernel_checksum"), "{without}");
+        let mut measured = row(Some(3.0), 64);
+        measured.kernel_checksum = Some("f00d".into());
+        let with = to_text(&[measured.clone()]);
+        assert!(
+            with.contains("\"template_checksum\":\"abc\",\"kernel_checksum\":\"f00d\","),
+            "{with}"
+        );
+        let back = parse(&with, Path::new("x.jsonl")).unwrap();
+        assert_eq!(back, [measured]);
+        assert_eq!(to_text(&back), with);
+        let old = parse(&without, Path::new("x.jsonl")).unwrap();
+        assert_eq!(old[0].kernel_checksum, None);
+        assert_eq!(to_text(&old), without);
     }
 
     #[test]

@@ -26,15 +26,17 @@
 //! trusted source first, measured > replay > model, then this build's templates, then the
 //! smaller median): [`Lookup::open`] reads the database's `best` table, which that rule keeps,
 //! so `nmtune report` and the runtime always name the same entry; [`Lookup::from_measurements`]
-//! applies the same rule in memory. A best entry tuned with other kernel templates (its
-//! checksum is not [`templates_checksum`] of its problem) describes code this build does not generate: it is
-//! never launched (the problem falls through to rules 2 and 3), with one warning for the table.
+//! applies the same rule in memory. A best entry that is not current ([`is_current`]: tuned
+//! with other templates than those serving its problem now, and its own family's templates
+//! changed or not recorded) describes code this build does not generate: it is never launched
+//! (the problem falls through to rules 2 and 3), with one warning for the table. Only the best
+//! entry is considered: a current row behind a stale best waits for the re-tune.
 
 use super::RuntimeError;
 use crate::codegen::validate::m_multiple;
 use crate::codegen::validate::SPLIT_K_VALUES;
-use crate::codegen::{templates_checksum, validate, validate_for_problem, KernelConfig};
-use crate::db::{best_per_problem, Database, DbError, Measurement, Source};
+use crate::codegen::{validate, validate_for_problem, KernelConfig};
+use crate::db::{best_per_problem, is_current, Database, DbError, Measurement, Source};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one;
 use crate::model::predict_with_registers;
@@ -444,7 +446,7 @@ fn launchable(
         if m.gpu != gpu.name {
             continue;
         }
-        if m.template_checksum != templates_checksum(&m.problem) {
+        if !is_current(&m) {
             stats.stale_ignored += 1;
             continue;
         }
