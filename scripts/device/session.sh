@@ -6,6 +6,8 @@
 # Every step writes under $OUT; the last lines printed are a summary.
 #
 # Steps:
+#   expect NAME stop the call (exit 3) unless the GPU's name contains NAME (H100, H200): a
+#               call for one kind may run on another machine the session still holds
 #   env         GPU name, driver, clocks
 #   correct     tests/gpu.rs: every template family against the CPU reference
 #   nmspmm      the NM-SpMM authors' kernels at 4096³ (and m = 256), best of their four;
@@ -53,6 +55,11 @@ build_pid=$!
 while [ $# -gt 0 ]; do
   step=$1; shift
   case $step in
+    expect)
+      name=$1; shift
+      gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+      if [[ $gpu_name != *"$name"* ]]; then echo "expected an $name, this is: $gpu_name" >&2; exit 3; fi
+      note "GPU: $gpu_name" ;;
     env)
       nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv \
         | tee "$OUT/env.txt"
