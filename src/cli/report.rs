@@ -269,7 +269,7 @@ fn to_table(rows: &[ReportRow]) -> String {
     if stale > 0 {
         out += &format!(
             "* {stale} of {} entries were tuned with other kernel templates than this build's: \
-             the runtime does not launch them (re-tune to refresh them)\n",
+             the runtime does not launch them (re-tune with `--strategy warm` to refresh them)\n",
             rows.len()
         );
     }

@@ -304,7 +304,7 @@ impl Lookup {
         }
         if !ignored.is_empty() {
             log::warn!(
-                "{origin}: ignored {gpu} entries: {}; {} problems keep a usable entry, the rest get defaults — re-tune to refresh them",
+                "{origin}: ignored {gpu} entries: {}; {} problems keep a usable entry, the rest get defaults — re-tune (`--strategy warm`) to refresh them",
                 ignored.join(", "),
                 stats.problems
             );
