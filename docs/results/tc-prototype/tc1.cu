@@ -1,0 +1,477 @@
+// Issue 15, second prototype (session 21, written offline: compiled here with nvcc 13.0.88 for
+// sm_90a, not yet run): the tc0.cu scheme with Hopper's warpgroup MMA instead of mma.sync.
+// Outside the build, like tc0.cu: nvcc -O3 -arch=sm_90a -std=c++17 tc1.cu -lcublas -o tc1.
+//
+//   C (m×n, row-major, bf16) = A (m×k, column-major bf16) × W, W given as B'ᵀ (n×w row-major
+//   bf16: the kept rows of each column contiguous, w = k·N/M; the weight preparation stores
+//   it so) and D (w×q int, q = n/L: window position of kept row u of column group g).
+//
+// How, against tc0.cu (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel"):
+// * Block 128 rows × NS = 128 columns, G = NS/L column groups, 256 threads = 2 warpgroups,
+//   warpgroup r computes rows 64r … 64r + 63 of every group with
+//   `wgmma.mma_async.m64nLk16` (one instruction per group and 16 kept rows, L/2 FP32
+//   accumulators per thread and group: 64 in all).
+// * A is gathered exactly as in tc0.cu (kept columns of column-major A into a dense k-major
+//   tile per group, As[g][KW][128 + 8]) and reaches the MMA from registers: each warp loads
+//   its 16 rows with `ldmatrix.x4.trans`, the mma.m16n8k16 fragment that wgmma's register
+//   form of A takes per warp. wgmma cannot gather, and its shared-memory form of A would need
+//   the gathered tile in the core-matrix layout, which 16-byte copies of m-contiguous A
+//   cannot write.
+// * B'ᵀ is K-major, so the stage's B tile is copied 16 bytes (8 kept rows of one column) at a
+//   time straight into wgmma's canonical no-swizzle layout: 8×8 core matrices of 128 bytes,
+//   core matrix (n/8, k/8) at ((n/8)·KW/8 + k/8)·128 bytes, row n % 8 at +16·(n % 8). Its
+//   descriptor: leading byte offset (next core matrix along k) 128, stride byte offset (next
+//   along n) KW/8·128. The kernel takes the two as arguments and the host runs both orders,
+//   printing the error of each: the PTX manual's wording of which is which was not checked
+//   on a GPU when this was written.
+// * Per stage: wait for the copies, `fence.proxy.async.shared::cta` (the copies are generic-
+//   proxy writes that wgmma reads through the async proxy), barrier, issue the copies of the
+//   stage STAGES-1 ahead, load every A fragment of the stage, `wgmma.fence`, the G·KW/16
+//   wgmma, commit, wait for them before the next barrier reuses a slot.
+// Shapes: m and n multiples of 128, w a multiple of KW.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#define CHECK(x)                                                                          \
+    do {                                                                                  \
+        cudaError_t e_ = (x);                                                             \
+        if (e_ != cudaSuccess) {                                                          \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                      \
+        }                                                                                 \
+    } while (0)
+#define CHECK_BLAS(x)                                                       \
+    do {                                                                    \
+        cublasStatus_t s_ = (x);                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                  \
+            fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, (int)s_); \
+            exit(1);                                                        \
+        }                                                                   \
+    } while (0)
+
+using bf16 = __nv_bfloat16;
+
+namespace tc {
+constexpr int MS = 128;          // rows of C per block: 2 warpgroups of 64
+constexpr int NS = 128;          // columns of C per block
+constexpr int THREADS = 256;
+constexpr int PAD = 8;           // bf16 of padding per As row (ldmatrix without conflicts)
+constexpr int ROW_A = MS + PAD;
+
+template <int L, int KW, int STAGES>
+struct Shape {
+    static constexpr int G = NS / L;                     // column groups per block
+    static constexpr int TILE_A = KW * ROW_A;            // bf16 per group's A tile
+    static constexpr int TILE_B = NS * KW;               // bf16 of the B tile (core matrices)
+    static constexpr int A_CHUNKS = KW * MS / 8;         // 16-byte copies per group's A tile
+    static constexpr int B_CHUNKS = NS * KW / 8;
+    static constexpr int A_PER_THREAD = A_CHUNKS / THREADS;
+    static constexpr int B_PER_THREAD = B_CHUNKS / THREADS;
+    static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "whole copies per thread");
+    static_assert(NS % L == 0 && KW % 16 == 0 && STAGES >= 2, "shape");
+    static constexpr size_t smem_bytes() {
+        return static_cast<size_t>(STAGES) * (G * TILE_A + TILE_B) * 2;
+    }
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void fence_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Shared-memory matrix descriptor, no swizzle: start address, leading and stride byte
+// offsets, each in units of 16 bytes.
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+           (static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
+           (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32);
+}
+
+template <int N> struct Wgmma;
+template <> struct Wgmma<32> {
+    static __device__ __forceinline__ void run(float (&d)[16], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+            "{" 
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+            "}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+    }
+};
+template <> struct Wgmma<64> {
+    static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+            "{" 
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+            "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+    }
+};
+template <> struct Wgmma<128> {
+    static __device__ __forceinline__ void run(float (&d)[64], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+            "{" 
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+            "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+    }
+};
+}  // namespace tc
+
+template <int N, int M, int L, int KW, int STAGES>
+__global__ void __launch_bounds__(tc::THREADS)
+    nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
+                  bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo) {
+    using namespace tc;
+    using S = Shape<L, KW, STAGES>;
+    constexpr int G = S::G, TILE_A = S::TILE_A, TILE_B = S::TILE_B;
+    constexpr int PER_THREAD = S::A_PER_THREAD;
+    constexpr int A_PER_THREAD = G * PER_THREAD;
+    constexpr int KC = KW / 8;  // 16-byte chunks (core-matrix columns) per B row of a stage
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
+    bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][NS/8][KC][8][8]
+
+    const int tid = threadIdx.x;
+    const int lane = tid % 32;
+    const int warp = tid / 32;
+    const int m0 = blockIdx.y * MS;
+    const int n0 = blockIdx.x * NS;
+    const int g0 = n0 / L;
+    const int q = n / L;
+    const int w = k / M * N;
+    const int stages_total = w / KW;
+
+    auto row_of = [&](int i) { return (tid + THREADS * (i % PER_THREAD)) / (MS / 8); };
+    auto piece_of = [&](int i) { return (tid + THREADS * (i % PER_THREAD)) % (MS / 8); };
+    int next_col[A_PER_THREAD];
+    auto load_cols = [&](int stage, int (&col)[A_PER_THREAD]) {
+#pragma unroll
+        for (int i = 0; i < A_PER_THREAD; ++i) {
+            const int u = stage * KW + row_of(i);
+            const int g = g0 + i / PER_THREAD;
+            col[i] = stage < stages_total ? (u / N) * M + __ldg(D + static_cast<size_t>(u) * q + g)
+                                          : 0;
+        }
+    };
+    auto issue = [&](int stage, const int (&col)[A_PER_THREAD]) {
+        if (stage < stages_total) {
+            bf16* as = As + (stage % STAGES) * G * TILE_A;
+            bf16* bs = Bs + (stage % STAGES) * TILE_B;
+#pragma unroll
+            for (int i = 0; i < A_PER_THREAD; ++i) {
+                const int r = row_of(i), p = piece_of(i) * 8;
+                cp_async16(as + (i / PER_THREAD) * TILE_A + r * ROW_A + p,
+                           A + static_cast<size_t>(col[i]) * m + m0 + p);
+            }
+#pragma unroll
+            for (int i = 0; i < S::B_PER_THREAD; ++i) {
+                const int c = tid + THREADS * i;
+                const int nn = c / KC, kc = c % KC;
+                cp_async16(bs + ((nn / 8) * KC + kc) * 64 + (nn % 8) * 8,
+                           Bt + static_cast<size_t>(n0 + nn) * w + stage * KW + kc * 8);
+            }
+        }
+        cp_commit();
+    };
+
+    for (int s = 0; s < STAGES - 1; ++s) {
+        int col[A_PER_THREAD];
+        load_cols(s, col);
+        issue(s, col);
+    }
+    load_cols(STAGES - 1, next_col);
+
+    constexpr int ND = L / 2;  // accumulators per thread and group
+    float acc[G][ND];
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int e = 0; e < ND; ++e) acc[g][e] = 0.0f;
+
+    const int wg = warp / 4;                  // warpgroup: rows 64·wg …
+    const int mm0 = 64 * wg + 16 * (warp % 4);  // the warp's 16 rows of A
+    const int lj = lane / 8, lr = lane % 8;
+    for (int s = 0; s < stages_total; ++s) {
+        cp_wait<STAGES - 2>();
+        fence_async_shared();
+        __syncthreads();  // stage s landed; every wgmma of stage s - 1 completed (waited below)
+        int col[A_PER_THREAD];
+#pragma unroll
+        for (int i = 0; i < A_PER_THREAD; ++i) col[i] = next_col[i];
+        issue(s + STAGES - 1, col);
+        load_cols(s + STAGES, next_col);
+
+        const bf16* as = As + (s % STAGES) * G * TILE_A;
+        const uint32_t bs = smem_addr(Bs + (s % STAGES) * TILE_B);
+        uint32_t a[G][KW / 16][4];
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int t = 0; t < KW / 16; ++t) {
+                // matrices: (m +0, k +0), (m +8, k +0), (m +0, k +8), (m +8, k +8)
+                const int kk = 16 * t + lr + 8 * (lj >> 1);
+                const int mm = mm0 + 8 * (lj & 1);
+                ldsm_x4_trans(a[g][t], as + g * TILE_A + kk * ROW_A + mm);
+            }
+        wgmma_fence();
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int t = 0; t < KW / 16; ++t) {
+                // The group's L columns start at core-matrix row g·L/8; k16 step t covers
+                // core-matrix columns 2t and 2t + 1.
+                const uint32_t start = bs + ((g * L / 8) * KC + 2 * t) * 128;
+                Wgmma<L>::run(acc[g], a[g][t], make_desc(start, lbo, sbo), 1);
+            }
+        wgmma_commit();
+        wgmma_wait<0>();
+    }
+    cp_wait<0>();
+
+    // D fragment of m64nLk16, per warp (its 16 rows): for each n8 block j, acc[4j], acc[4j+1]
+    // at row lane/4, columns 8j + 2·(lane%4) and + 1; acc[4j+2], acc[4j+3] at row lane/4 + 8.
+    const int gid = lane / 4, tig = lane % 4;
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int j = 0; j < L / 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + mm0 + gid + 8 * h;
+                const int cn = n0 + g * L + 8 * j + 2 * tig;
+                const __nv_bfloat162 v =
+                    __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
+                *reinterpret_cast<__nv_bfloat162*>(C + static_cast<size_t>(row) * n + cn) = v;
+            }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
+
+struct Sparse {
+    std::vector<bf16> values;  // w×n
+    std::vector<int> index;    // w×q
+    std::vector<bf16> dense;   // k×n, pruned (zeros where dropped), for cuBLAS and the check
+};
+
+// Keep the N rows of largest |sum| over the group's L columns in every window of M rows.
+static Sparse prune(const std::vector<float>& W, int k, int n, int N, int M, int L) {
+    const int w = k / M * N, q = n / L;
+    Sparse s{std::vector<bf16>(static_cast<size_t>(w) * n), std::vector<int>(static_cast<size_t>(w) * q),
+             std::vector<bf16>(static_cast<size_t>(k) * n, __float2bfloat16(0.0f))};
+    std::vector<int> order(M);
+    for (int g = 0; g < q; ++g)
+        for (int win = 0; win < k / M; ++win) {
+            std::vector<float> score(M, 0.0f);
+            for (int r = 0; r < M; ++r)
+                for (int c = 0; c < L; ++c)
+                    score[r] += std::fabs(W[static_cast<size_t>(win * M + r) * n + g * L + c]);
+            for (int r = 0; r < M; ++r) order[r] = r;
+            std::partial_sort(order.begin(), order.begin() + N, order.end(),
+                              [&](int a, int b) { return score[a] > score[b]; });
+            std::sort(order.begin(), order.begin() + N);
+            for (int j = 0; j < N; ++j) {
+                const int u = win * N + j, kk = win * M + order[j];
+                s.index[static_cast<size_t>(u) * q + g] = order[j];
+                for (int c = 0; c < L; ++c) {
+                    const bf16 v = __float2bfloat16(W[static_cast<size_t>(kk) * n + g * L + c]);
+                    s.values[static_cast<size_t>(u) * n + g * L + c] = v;
+                    s.dense[static_cast<size_t>(kk) * n + g * L + c] = v;
+                }
+            }
+        }
+    return s;
+}
+
+template <typename F>
+static float median_ms(int runs, F launch) {
+    std::vector<float> t(runs);
+    cudaEvent_t a, b;
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    launch();
+    launch();
+    CHECK(cudaDeviceSynchronize());
+    for (int i = 0; i < runs; ++i) {
+        CHECK(cudaEventRecord(a));
+        launch();
+        CHECK(cudaEventRecord(b));
+        CHECK(cudaEventSynchronize(b));
+        CHECK(cudaEventElapsedTime(&t[i], a, b));
+    }
+    std::sort(t.begin(), t.end());
+    return t[runs / 2];
+}
+
+template <int N, int M, int L, int KW = 32, int STAGES = 3>
+static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> Wf(static_cast<size_t>(k) * n);
+    for (auto& x : Wf) x = dist(rng);
+    std::vector<bf16> Ah(static_cast<size_t>(m) * k);  // column-major
+    for (auto& x : Ah) x = __float2bfloat16(dist(rng));
+    const Sparse sp = prune(Wf, k, n, N, M, L);
+    const int w = k / M * N, q = n / L;
+    std::vector<bf16> Bt(static_cast<size_t>(n) * w);  // B' transposed: n×w
+    for (int u = 0; u < w; ++u)
+        for (int j = 0; j < n; ++j) Bt[static_cast<size_t>(j) * w + u] = sp.values[static_cast<size_t>(u) * n + j];
+    std::vector<bf16> Wdense(static_cast<size_t>(k) * n);
+    for (size_t i = 0; i < Wdense.size(); ++i) Wdense[i] = __float2bfloat16(Wf[i]);
+
+    bf16 *dA, *dB, *dC, *dW, *dWp, *dCref;
+    int* dD;
+    CHECK(cudaMalloc(&dA, Ah.size() * 2));
+    CHECK(cudaMalloc(&dB, Bt.size() * 2));
+    CHECK(cudaMalloc(&dD, sp.index.size() * 4));
+    CHECK(cudaMalloc(&dC, static_cast<size_t>(m) * n * 2));
+    CHECK(cudaMalloc(&dCref, static_cast<size_t>(m) * n * 2));
+    CHECK(cudaMalloc(&dW, Wdense.size() * 2));
+    CHECK(cudaMalloc(&dWp, sp.dense.size() * 2));
+    CHECK(cudaMemcpy(dA, Ah.data(), Ah.size() * 2, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dB, Bt.data(), Bt.size() * 2, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dD, sp.index.data(), sp.index.size() * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
+
+    using S = tc::Shape<L, KW, STAGES>;
+    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES>;
+    const size_t smem = S::smem_bytes();
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem)));
+    const dim3 grid(n / tc::NS, m / tc::MS);
+    const float one = 1.0f, zero = 0.0f;
+    auto blas = [&](const bf16* wt, bf16* c) {
+        CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, &one, wt, CUDA_R_16BF, n, dA,
+                                CUDA_R_16BF, m, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+    };
+    blas(dWp, dCref);
+    CHECK(cudaDeviceSynchronize());
+    std::vector<bf16> Ch(static_cast<size_t>(m) * n), Cr(static_cast<size_t>(m) * n);
+    CHECK(cudaMemcpy(Cr.data(), dCref, Cr.size() * 2, cudaMemcpyDeviceToHost));
+
+    // Both readings of the descriptor's two byte offsets: (along k, along n) and swapped.
+    const uint32_t along_k = 128, along_n = (KW / 8) * 128;
+    const uint32_t orders[2][2] = {{along_k, along_n}, {along_n, along_k}};
+    for (const auto& o : orders) {
+        const uint32_t lbo = o[0], sbo = o[1];
+        auto ours = [&] { kernel<<<grid, tc::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo); };
+        CHECK(cudaMemset(dC, 0, Ch.size() * 2));
+        ours();
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaMemcpy(Ch.data(), dC, Ch.size() * 2, cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        std::vector<double> sum(n);
+        for (int t = 0; t < 64; ++t) {
+            const int i = (t * 997) % m;
+            std::fill(sum.begin(), sum.end(), 0.0);
+            for (int u = 0; u < w; ++u)
+                for (int g = 0; g < q; ++g) {
+                    const int kk = (u / N) * M + sp.index[static_cast<size_t>(u) * q + g];
+                    const double a = __bfloat162float(Ah[static_cast<size_t>(kk) * m + i]);
+                    for (int c = 0; c < L; ++c)
+                        sum[g * L + c] += a * __bfloat162float(sp.values[static_cast<size_t>(u) * n + g * L + c]);
+                }
+            for (int j = 0; j < n; ++j) {
+                const double d = __bfloat162float(Ch[static_cast<size_t>(i) * n + j]) - sum[j];
+                num += d * d;
+                den += sum[j] * sum[j];
+            }
+        }
+        double bn = 0, bd = 0;
+        for (size_t i = 0; i < Ch.size(); ++i) {
+            const double r = __bfloat162float(Cr[i]);
+            const double d = __bfloat162float(Ch[i]) - r;
+            bn += d * d;
+            bd += r * r;
+        }
+        const float t_ours = median_ms(runs, ours);
+        const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
+        const double flop = 2.0 * m * n * k;
+        printf("wgmma kw%d st%d lbo%u sbo%u  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
+               "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
+               KW, STAGES, lbo, sbo, m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
+               flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, std::sqrt(num / den), std::sqrt(bn / bd));
+        fflush(stdout);
+    }
+    for (void* p : {(void*)dA, (void*)dB, (void*)dD, (void*)dC, (void*)dCref, (void*)dW, (void*)dWp})
+        CHECK(cudaFree(p));
+}
+
+int main(int argc, char** argv) {
+    const int runs = argc > 1 ? atoi(argv[1]) : 20;
+    cublasHandle_t h;
+    CHECK_BLAS(cublasCreate(&h));
+    std::mt19937 rng(17);
+    const int shapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
+    for (const auto& s : shapes) {
+        run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 3>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 3>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 64>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+    }
+    CHECK_BLAS(cublasDestroy(h));
+    return 0;
+}
