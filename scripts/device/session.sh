@@ -22,10 +22,13 @@
 #   ncu LIST    ncu scheduler, warp-state, occupancy and memory sections of each kernel in
 #               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
 #   time LIST   nmtune bench of each line of LIST (same format), into $OUT/time.txt
+#   sass LIST   ncu's per-instruction (SASS) warp-stall samples of each kernel in LIST, one CSV
+#               per kernel ($OUT/sass-<N>-<M>-<LAYOUT>.csv; scripts/sass_stalls.py reads them)
+#   tc          issue 15's tensor-core prototypes (docs/results/tc-prototype/run.sh)
 #   tests NAME  the test binary .device/bin/NAME (GPU tests included), into $OUT/NAME-test.log
 #   example M NM  examples/llama_mlp (.device/bin/llama_mlp) at m = M, pattern NM
 set -u
-OUT=${OUT:-/tmp/nmtune-out}
+OUT=${OUT:-/tmp/nmtune-out}; export OUT
 mkdir -p "$OUT"
 BIN=$PWD/.device/bin
 export PATH=/usr/local/cuda/bin:$PATH
@@ -133,6 +136,20 @@ while [ $# -gt 0 ]; do
           --kernels "$kernel" --runs 10 >> "$OUT/time.txt" 2>&1
       done < "$list"
       note "time: $(grep -c nm_spmm "$OUT/time.txt") lines" ;;
+    sass)
+      list=$1; shift
+      while read -r m n k nm layout kernel; do
+        [ -z "$kernel" ] && continue
+        csv="$OUT/sass-${nm/:/-}-$layout.csv"
+        limit 180 ncu --clock-control none --kernel-name "$kernel" --launch-count 1 \
+          --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+          "$BIN/nmtune" bench --m "$m" --n "$n" --k "$k" --nm "$nm" --a-layout "$layout" \
+          --kernels "$kernel" --runs 1 > "$csv" 2> "${csv%.csv}.err"
+      done < "$list"
+      note "sass: $(ls "$OUT"/sass-*.csv 2>/dev/null | wc -l) kernels" ;;
+    tc)
+      limit 400 bash docs/results/tc-prototype/run.sh
+      note "tc: rc=$? $(grep -c speed-up "$OUT/tc0.txt" 2>/dev/null) tc0 lines, $(grep -c speed-up "$OUT/tc1.txt" 2>/dev/null) tc1 lines" ;;
     tests)
       name=$1; shift
       NMTUNE_BIN="$BIN/nmtune" NMTUNE_REQUIRE_GPU=1 limit 400 "$BIN/$name" --nocapture \
