@@ -6,7 +6,8 @@
 //   bf16: the kept rows of each column contiguous, w = k·N/M; the weight preparation stores
 //   it so) and D (w×q int, q = n/L: window position of kept row u of column group g).
 //
-// How, against tc0.cu (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel"):
+// How, against tc0.cu; the design is in
+// docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)":
 // * Block 128 rows × NS = 128 columns, G = NS/L column groups, 256 threads = 2 warpgroups,
 //   warpgroup r computes rows 64r … 64r + 63 of every group with
 //   `wgmma.mma_async.m64nLk16` (one instruction per group and 16 kept rows, L/2 FP32
