@@ -33,8 +33,7 @@ pub fn trust(source: Source) -> u8 {
 /// makes a decode problem's search stale, but not the timing of its decode-family winner.
 pub fn is_current_against(m: &Measurement, current: &str) -> bool {
     m.template_checksum == current
-        || m.kernel_checksum.as_deref()
-            == Some(crate::codegen::family_checksum(m.config.a_copy.family()))
+        || m.kernel_checksum.as_deref() == Some(crate::codegen::family_checksum(m.config.family()))
 }
 
 /// [`is_current_against`] this build's templates for the row's problem: whether the runtime
@@ -238,8 +237,7 @@ mod tests {
         assert!(!is_current(&old));
         old.kernel_checksum = Some("an-earlier-family-template".into());
         assert!(!is_current(&old));
-        old.kernel_checksum =
-            Some(crate::codegen::family_checksum(old.config.a_copy.family()).into());
+        old.kernel_checksum = Some(crate::codegen::family_checksum(old.config.family()).into());
         assert!(is_current(&old));
         // Current either way, the faster row wins.
         let mut new = entry(32, 90.0, Source::Measured);
