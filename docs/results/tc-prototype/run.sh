@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/tc
 /tmp/tc0 20 >> "$OUT/tc0.txt" 2>&1
 # The warpgroup-MMA version (tc1.cu, sm_90a): the same harness, B' transposed, both readings
 # of the B descriptor's byte offsets per configuration; a failed build or run stops only it.
-if nvcc -O3 -arch=sm_90a -std=c++17 -Xptxas -v "$here/tc1.cu" -o /tmp/tc1 -lcublas > "$OUT/tc1-build.txt" 2>&1; then
+if nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Xptxas -v "$here/tc1.cu" -o /tmp/tc1 -lcublas > "$OUT/tc1-build.txt" 2>&1; then
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/tc1.txt"
   timeout 300 /tmp/tc1 20 >> "$OUT/tc1.txt" 2>&1 || echo "tc1: exit $?" >> "$OUT/tc1.txt"
 fi

@@ -1,6 +1,7 @@
 // Issue 15, second prototype (session 21, written offline: compiled here with nvcc 13.0.88 for
 // sm_90a, not yet run): the tc0.cu scheme with Hopper's warpgroup MMA instead of mma.sync.
-// Outside the build, like tc0.cu: nvcc -O3 -arch=sm_90a -std=c++17 tc1.cu -lcublas -o tc1.
+// Outside the build, like tc0.cu: nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17
+// tc1.cu -lcublas -o tc1 (plain -arch=sm_90a also embeds compute_90 PTX, which has no wgmma).
 //
 //   C (m×n, row-major, bf16) = A (m×k, column-major bf16) × W, W given as B'ᵀ (n×w row-major
 //   bf16: the kept rows of each column contiguous, w = k·N/M; the weight preparation stores
@@ -30,36 +31,7 @@
 //   stage STAGES-1 ahead, load every A fragment of the stage, `wgmma.fence`, the G·KW/16
 //   wgmma, commit, wait for them before the next barrier reuses a slot.
 // Shapes: m and n multiples of 128, w a multiple of KW.
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <random>
-#include <vector>
-
-#define CHECK(x)                                                                          \
-    do {                                                                                  \
-        cudaError_t e_ = (x);                                                             \
-        if (e_ != cudaSuccess) {                                                          \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
-#define CHECK_BLAS(x)                                                       \
-    do {                                                                    \
-        cublasStatus_t s_ = (x);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                  \
-            fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, (int)s_); \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
-
-using bf16 = __nv_bfloat16;
+#include "harness.h"
 
 namespace tc {
 constexpr int MS = 128;          // rows of C per block: 2 warpgroups of 64
@@ -306,61 +278,6 @@ __global__ void __launch_bounds__(tc::THREADS)
 // ---------------------------------------------------------------------------------------------
 // Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
 
-struct Sparse {
-    std::vector<bf16> values;  // w×n
-    std::vector<int> index;    // w×q
-    std::vector<bf16> dense;   // k×n, pruned (zeros where dropped), for cuBLAS and the check
-};
-
-// Keep the N rows of largest |sum| over the group's L columns in every window of M rows.
-static Sparse prune(const std::vector<float>& W, int k, int n, int N, int M, int L) {
-    const int w = k / M * N, q = n / L;
-    Sparse s{std::vector<bf16>(static_cast<size_t>(w) * n), std::vector<int>(static_cast<size_t>(w) * q),
-             std::vector<bf16>(static_cast<size_t>(k) * n, __float2bfloat16(0.0f))};
-    std::vector<int> order(M);
-    for (int g = 0; g < q; ++g)
-        for (int win = 0; win < k / M; ++win) {
-            std::vector<float> score(M, 0.0f);
-            for (int r = 0; r < M; ++r)
-                for (int c = 0; c < L; ++c)
-                    score[r] += std::fabs(W[static_cast<size_t>(win * M + r) * n + g * L + c]);
-            for (int r = 0; r < M; ++r) order[r] = r;
-            std::partial_sort(order.begin(), order.begin() + N, order.end(),
-                              [&](int a, int b) { return score[a] > score[b]; });
-            std::sort(order.begin(), order.begin() + N);
-            for (int j = 0; j < N; ++j) {
-                const int u = win * N + j, kk = win * M + order[j];
-                s.index[static_cast<size_t>(u) * q + g] = order[j];
-                for (int c = 0; c < L; ++c) {
-                    const bf16 v = __float2bfloat16(W[static_cast<size_t>(kk) * n + g * L + c]);
-                    s.values[static_cast<size_t>(u) * n + g * L + c] = v;
-                    s.dense[static_cast<size_t>(kk) * n + g * L + c] = v;
-                }
-            }
-        }
-    return s;
-}
-
-template <typename F>
-static float median_ms(int runs, F launch) {
-    std::vector<float> t(runs);
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    launch();
-    launch();
-    CHECK(cudaDeviceSynchronize());
-    for (int i = 0; i < runs; ++i) {
-        CHECK(cudaEventRecord(a));
-        launch();
-        CHECK(cudaEventRecord(b));
-        CHECK(cudaEventSynchronize(b));
-        CHECK(cudaEventElapsedTime(&t[i], a, b));
-    }
-    std::sort(t.begin(), t.end());
-    return t[runs / 2];
-}
-
 template <int N, int M, int L, int KW = 32, int STAGES = 3>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -369,7 +286,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     std::vector<bf16> Ah(static_cast<size_t>(m) * k);  // column-major
     for (auto& x : Ah) x = __float2bfloat16(dist(rng));
     const Sparse sp = prune(Wf, k, n, N, M, L);
-    const int w = k / M * N, q = n / L;
+    const int w = k / M * N;
     std::vector<bf16> Bt(static_cast<size_t>(n) * w);  // B' transposed: n×w
     for (int u = 0; u < w; ++u)
         for (int j = 0; j < n; ++j) Bt[static_cast<size_t>(j) * w + u] = sp.values[static_cast<size_t>(u) * n + j];
@@ -419,38 +336,14 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
         CHECK(cudaMemcpy(Ch.data(), dC, Ch.size() * 2, cudaMemcpyDeviceToHost));
-        double num = 0, den = 0;
-        std::vector<double> sum(n);
-        for (int t = 0; t < 64; ++t) {
-            const int i = (t * 997) % m;
-            std::fill(sum.begin(), sum.end(), 0.0);
-            for (int u = 0; u < w; ++u)
-                for (int g = 0; g < q; ++g) {
-                    const int kk = (u / N) * M + sp.index[static_cast<size_t>(u) * q + g];
-                    const double a = __bfloat162float(Ah[static_cast<size_t>(kk) * m + i]);
-                    for (int c = 0; c < L; ++c)
-                        sum[g * L + c] += a * __bfloat162float(sp.values[static_cast<size_t>(u) * n + g * L + c]);
-                }
-            for (int j = 0; j < n; ++j) {
-                const double d = __bfloat162float(Ch[static_cast<size_t>(i) * n + j]) - sum[j];
-                num += d * d;
-                den += sum[j] * sum[j];
-            }
-        }
-        double bn = 0, bd = 0;
-        for (size_t i = 0; i < Ch.size(); ++i) {
-            const double r = __bfloat162float(Cr[i]);
-            const double d = __bfloat162float(Ch[i]) - r;
-            bn += d * d;
-            bd += r * r;
-        }
+        const Errors err = errors(Ah, sp, Ch, Cr, m, n, k, N, M, L);
         const float t_ours = median_ms(runs, ours);
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
         printf("wgmma kw%d st%d lbo%u sbo%u  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
                KW, STAGES, lbo, sbo, m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
-               flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, std::sqrt(num / den), std::sqrt(bn / bd));
+               flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
         fflush(stdout);
     }
     for (void* p : {(void*)dA, (void*)dB, (void*)dD, (void*)dC, (void*)dCref, (void*)dW, (void*)dWp})
