@@ -24,7 +24,7 @@
 #   time LIST   nmtune bench of each line of LIST (same format), into $OUT/time.txt
 #   sass LIST   ncu's per-instruction (SASS) warp-stall samples of each kernel in LIST, one CSV
 #               per kernel ($OUT/sass-<N>-<M>-<LAYOUT>.csv; scripts/sass_stalls.py reads them)
-#   tc          issue 15's tensor-core prototypes (docs/results/tc-prototype/run.sh)
+#   tc          issue 15's tensor-core prototypes (docs/results/tc-prototype/run.sh); $TC_STEPS picks (tc0, tc1)
 #   tests NAME  the test binary .device/bin/NAME (GPU tests included), into $OUT/NAME-test.log
 #   example M NM  examples/llama_mlp (.device/bin/llama_mlp) at m = M, pattern NM
 set -u
@@ -148,7 +148,7 @@ while [ $# -gt 0 ]; do
       done < "$list"
       note "sass: $(ls "$OUT"/sass-*.csv 2>/dev/null | wc -l) kernels" ;;
     tc)
-      limit 400 bash docs/results/tc-prototype/run.sh
+      limit 400 bash docs/results/tc-prototype/run.sh ${TC_STEPS:-}
       note "tc: rc=$? $(grep -c speed-up "$OUT/tc0.txt" 2>/dev/null) tc0 lines, $(grep -c speed-up "$OUT/tc1.txt" 2>/dev/null) tc1 lines" ;;
     tests)
       name=$1; shift
@@ -162,4 +162,10 @@ while [ $# -gt 0 ]; do
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
+# The device tool brings back at most 8 files: beyond that, everything but the databases
+# travels in one archive (tar xzf results.tgz here).
+if [ "$(find "$OUT" -maxdepth 1 -type f | wc -l)" -gt 8 ]; then
+  (cd "$OUT" && find . -maxdepth 1 -type f ! -name '*.gz' -printf '%P\n' | tar czf /tmp/results.tgz -T - --remove-files) && mv /tmp/results.tgz "$OUT/"
+  note "more than 8 files: all but the databases are in results.tgz"
+fi
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"

@@ -33,6 +33,17 @@
 
 using bf16 = __nv_bfloat16;
 
+// A configuration whose shared memory exceeds what a block may opt into on this GPU is
+// reported and skipped, not fatal: the list of shapes is the same on every device.
+static bool smem_fits(size_t bytes) {
+    int dev = 0, limit = 0;
+    CHECK(cudaGetDevice(&dev));
+    CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (bytes <= static_cast<size_t>(limit)) return true;
+    printf("skipped: needs %zu bytes of shared memory, a block may have %d\n", bytes, limit);
+    return false;
+}
+
 struct Sparse {
     std::vector<bf16> values;  // w×n
     std::vector<int> index;    // w×q

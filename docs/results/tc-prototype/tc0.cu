@@ -228,6 +228,7 @@ __global__ void __launch_bounds__(tc::THREADS)
 
 template <int N, int M, int L, int WN = 32, int KW = 32, int STAGES = 3>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+    if (!smem_fits(tc::Shape<WN, KW, STAGES>::template smem_bytes<L>())) return;
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
     for (auto& x : Wf) x = dist(rng);
