@@ -26,6 +26,8 @@
 #   sass LIST   ncu's per-instruction (SASS) warp-stall samples of each kernel in LIST, one CSV
 #               per kernel ($OUT/sass-<N>-<M>-<LAYOUT>.csv; scripts/sass_stalls.py reads them)
 #   tc          issue 15's tensor-core prototypes (docs/results/tc-prototype/run.sh); $TC_STEPS picks (tc0, tc1)
+#   tc-ncu      ncu of tensor-core prototype kernels (docs/results/tc-prototype/ncu.sh;
+#               $TC_STEPS picks tc0, tc1)
 #   tests NAME  the test binary .device/bin/NAME (GPU tests included), into $OUT/NAME-test.log
 #   example M NM  examples/llama_mlp (.device/bin/llama_mlp) at m = M, pattern NM
 set -u
@@ -151,6 +153,9 @@ while [ $# -gt 0 ]; do
     tc)
       limit 400 bash docs/results/tc-prototype/run.sh ${TC_STEPS:-}
       note "tc: rc=$? $(grep -c speed-up "$OUT/tc0.txt" 2>/dev/null) tc0 lines, $(grep -c speed-up "$OUT/tc1.txt" 2>/dev/null) tc1 lines" ;;
+    tc-ncu)
+      limit 500 bash docs/results/tc-prototype/ncu.sh ${TC_STEPS:-}
+      note "tc-ncu: rc=$? $(grep -c '^####' "$OUT/tc-ncu.txt" 2>/dev/null) kernels" ;;
     tests)
       name=$1; shift
       NMTUNE_BIN="$BIN/nmtune" NMTUNE_REQUIRE_GPU=1 limit 400 "$BIN/$name" --nocapture \

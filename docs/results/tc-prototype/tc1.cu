@@ -1,5 +1,5 @@
-// Issue 15, second prototype (session 21, written offline: compiled here with nvcc 13.0.88 for
-// sm_90a, not yet run): the tc0.cu scheme with Hopper's warpgroup MMA instead of mma.sync.
+// Issue 15, second prototype (written offline in session 21, first run in session 22, results
+// in docs/perf-log.md): the tc0.cu scheme with Hopper's warpgroup MMA instead of mma.sync.
 // Outside the build, like tc0.cu: nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17
 // tc1.cu -lcublas -o tc1 (plain -arch=sm_90a also embeds compute_90 PTX, which has no wgmma).
 //
@@ -23,13 +23,16 @@
 //   time straight into wgmma's canonical no-swizzle layout: 8×8 core matrices of 128 bytes,
 //   core matrix (n/8, k/8) at ((n/8)·KW/8 + k/8)·128 bytes, row n % 8 at +16·(n % 8). Its
 //   descriptor: leading byte offset (next core matrix along k) 128, stride byte offset (next
-//   along n) KW/8·128. The kernel takes the two as arguments and the host runs both orders,
-//   printing the error of each: the PTX manual's wording of which is which was not checked
-//   on a GPU when this was written.
+//   along n) KW/8·128 (the swapped reading, also tried in session 22, is wrong).
 // * Per stage: wait for the copies, `fence.proxy.async.shared::cta` (the copies are generic-
 //   proxy writes that wgmma reads through the async proxy), barrier, issue the copies of the
 //   stage STAGES-1 ahead, load every A fragment of the stage, `wgmma.fence`, the G·KW/16
 //   wgmma, commit, wait for them before the next barrier reuses a slot.
+// * Variants (template arguments): MINB blocks per SM for `__launch_bounds__` (2 holds the
+//   kernel to 128 registers; at 146 only one block fits an SM and nothing overlaps its
+//   waits), and DEFER, which waits only for the stage before (`wgmma.wait_group 1`): the
+//   next stage's fragments load while this stage's wgmma run, into the other of two register
+//   buffers, and the copies run STAGES-2 stages ahead so that no slot in use is overwritten.
 // Shapes: m and n multiples of 128, w a multiple of KW.
 #include "harness.h"
 
@@ -40,10 +43,11 @@ constexpr int THREADS = 256;
 constexpr int PAD = 8;           // bf16 of padding per As row (ldmatrix without conflicts)
 constexpr int ROW_A = MS + PAD;
 
-template <int L, int KW, int STAGES>
+template <int L, int KW, int STAGES, bool ASMEM = false>
 struct Shape {
     static constexpr int G = NS / L;                     // column groups per block
-    static constexpr int TILE_A = KW * ROW_A;            // bf16 per group's A tile
+    // bf16 per group's A tile: padded k-major rows for ldmatrix, or core matrices (ASMEM)
+    static constexpr int TILE_A = ASMEM ? MS * KW : KW * ROW_A;
     static constexpr int TILE_B = NS * KW;               // bf16 of the B tile (core matrices)
     static constexpr int A_CHUNKS = KW * MS / 8;         // 16-byte copies per group's A tile
     static constexpr int B_CHUNKS = NS * KW / 8;
@@ -145,14 +149,48 @@ template <> struct Wgmma<128> {
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
     }
 };
+// Both operands from shared memory: A MN-major (imm-trans-a 1: m contiguous in a core
+// matrix row), B' K-major (imm-trans-b 0); scale-d true (accumulate; acc starts at zero).
+template <int N> struct WgmmaSS;
+template <> struct WgmmaSS<32> {
+    static __device__ __forceinline__ void run(float (&d)[16], uint64_t da, uint64_t db) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "l"(da), "l"(db), "r"(1));
+    }
+};
+template <> struct WgmmaSS<64> {
+    static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "l"(da), "l"(db), "r"(1));
+    }
+};
+template <> struct WgmmaSS<128> {
+    static __device__ __forceinline__ void run(float (&d)[64], uint64_t da, uint64_t db) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "l"(da), "l"(db), "r"(1));
+    }
+};
 }  // namespace tc
 
-template <int N, int M, int L, int KW, int STAGES>
-__global__ void __launch_bounds__(tc::THREADS)
+template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM>
+__global__ void __launch_bounds__(tc::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
-                  bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo) {
+                  bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
+                  uint32_t albo, uint32_t asbo) {
     using namespace tc;
-    using S = Shape<L, KW, STAGES>;
+    using S = Shape<L, KW, STAGES, ASMEM>;
     constexpr int G = S::G, TILE_A = S::TILE_A, TILE_B = S::TILE_B;
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
@@ -171,8 +209,21 @@ __global__ void __launch_bounds__(tc::THREADS)
     const int w = k / M * N;
     const int stages_total = w / KW;
 
-    auto row_of = [&](int i) { return (tid + THREADS * (i % PER_THREAD)) / (MS / 8); };
-    auto piece_of = [&](int i) { return (tid + THREADS * (i % PER_THREAD)) % (MS / 8); };
+    // The thread's i-th 16-byte copy of A: kept row (k) `row_of` of the stage, rows
+    // 8·piece_of … + 7 of the block's m. For ASMEM, eight consecutive threads fill one 128-byte
+    // core matrix (eight k of one 8-row piece of m), so a warp's copies land on distinct banks.
+    auto chunk = [&](int i) { return tid + THREADS * (i % PER_THREAD); };
+    auto row_of = [&](int i) {
+        return ASMEM ? chunk(i) / MS * 8 + chunk(i) % 8 : chunk(i) / (MS / 8);
+    };
+    auto piece_of = [&](int i) {
+        return ASMEM ? chunk(i) / 8 % (MS / 8) : chunk(i) % (MS / 8);
+    };
+    // bf16 offset of (kept row r, piece p) in a group's A tile: core matrix (p, r/8) of 64
+    // bf16, k-adjacent core matrices 128 bytes apart, m-adjacent ones KW/8·128 apart.
+    auto a_offset = [&](int r, int p) {
+        return ASMEM ? (p * (KW / 8) + r / 8) * 64 + (r % 8) * 8 : r * ROW_A + p * 8;
+    };
     int next_col[A_PER_THREAD];
     auto load_cols = [&](int stage, int (&col)[A_PER_THREAD]) {
 #pragma unroll
@@ -189,9 +240,9 @@ __global__ void __launch_bounds__(tc::THREADS)
             bf16* bs = Bs + (stage % STAGES) * TILE_B;
 #pragma unroll
             for (int i = 0; i < A_PER_THREAD; ++i) {
-                const int r = row_of(i), p = piece_of(i) * 8;
-                cp_async16(as + (i / PER_THREAD) * TILE_A + r * ROW_A + p,
-                           A + static_cast<size_t>(col[i]) * m + m0 + p);
+                const int r = row_of(i), p = piece_of(i);
+                cp_async16(as + (i / PER_THREAD) * TILE_A + a_offset(r, p),
+                           A + static_cast<size_t>(col[i]) * m + m0 + 8 * p);
             }
 #pragma unroll
             for (int i = 0; i < S::B_PER_THREAD; ++i) {
@@ -204,12 +255,17 @@ __global__ void __launch_bounds__(tc::THREADS)
         cp_commit();
     };
 
-    for (int s = 0; s < STAGES - 1; ++s) {
+    // DEFER keeps one stage of wgmma in flight while the next stage's fragments load, so a
+    // slot is free again only two stages later: the copies run AHEAD = STAGES - 2 stages
+    // ahead instead of STAGES - 1.
+    constexpr int AHEAD = DEFER ? STAGES - 2 : STAGES - 1;
+    static_assert(AHEAD >= 1, "DEFER needs 3 stages or more");
+    for (int s = 0; s < AHEAD; ++s) {
         int col[A_PER_THREAD];
         load_cols(s, col);
         issue(s, col);
     }
-    load_cols(STAGES - 1, next_col);
+    load_cols(AHEAD, next_col);
 
     constexpr int ND = L / 2;  // accumulators per thread and group
     float acc[G][ND];
@@ -221,28 +277,33 @@ __global__ void __launch_bounds__(tc::THREADS)
     const int wg = warp / 4;                  // warpgroup: rows 64·wg …
     const int mm0 = 64 * wg + 16 * (warp % 4);  // the warp's 16 rows of A
     const int lj = lane / 8, lr = lane % 8;
-    for (int s = 0; s < stages_total; ++s) {
-        cp_wait<STAGES - 2>();
+    // One stage: its copies landed (groups committed so far: AHEAD + s), the copies of stage
+    // s + AHEAD go to the slot stage s + AHEAD - STAGES used, whose wgmma every thread has
+    // waited for before this barrier; the fragments of A go to the register buffer `a`.
+    using AFrag = uint32_t[G][KW / 16][4];
+    auto step = [&](int s, AFrag& a) {
+        cp_wait<AHEAD - 1>();
         fence_async_shared();
-        __syncthreads();  // stage s landed; every wgmma of stage s - 1 completed (waited below)
+        __syncthreads();
         int col[A_PER_THREAD];
 #pragma unroll
         for (int i = 0; i < A_PER_THREAD; ++i) col[i] = next_col[i];
-        issue(s + STAGES - 1, col);
-        load_cols(s + STAGES, next_col);
+        issue(s + AHEAD, col);
+        load_cols(s + AHEAD + 1, next_col);
 
         const bf16* as = As + (s % STAGES) * G * TILE_A;
         const uint32_t bs = smem_addr(Bs + (s % STAGES) * TILE_B);
-        uint32_t a[G][KW / 16][4];
+        if constexpr (!ASMEM) {
 #pragma unroll
-        for (int g = 0; g < G; ++g)
+            for (int g = 0; g < G; ++g)
 #pragma unroll
-            for (int t = 0; t < KW / 16; ++t) {
-                // matrices: (m +0, k +0), (m +8, k +0), (m +0, k +8), (m +8, k +8)
-                const int kk = 16 * t + lr + 8 * (lj >> 1);
-                const int mm = mm0 + 8 * (lj & 1);
-                ldsm_x4_trans(a[g][t], as + g * TILE_A + kk * ROW_A + mm);
-            }
+                for (int t = 0; t < KW / 16; ++t) {
+                    // matrices: (m +0, k +0), (m +8, k +0), (m +0, k +8), (m +8, k +8)
+                    const int kk = 16 * t + lr + 8 * (lj >> 1);
+                    const int mm = mm0 + 8 * (lj & 1);
+                    ldsm_x4_trans(a[g][t], as + g * TILE_A + kk * ROW_A + mm);
+                }
+        }
         wgmma_fence();
 #pragma unroll
         for (int g = 0; g < G; ++g)
@@ -251,11 +312,31 @@ __global__ void __launch_bounds__(tc::THREADS)
                 // The group's L columns start at core-matrix row g·L/8; k16 step t covers
                 // core-matrix columns 2t and 2t + 1.
                 const uint32_t start = bs + ((g * L / 8) * KC + 2 * t) * 128;
-                Wgmma<L>::run(acc[g], a[g][t], make_desc(start, lbo, sbo), 1);
+                if constexpr (ASMEM) {
+                    // The warpgroup's 64 rows start at core-matrix row 8·wg of the A tile.
+                    const uint32_t a_start =
+                        smem_addr(as + g * TILE_A) + ((8 * wg) * (KW / 8) + 2 * t) * 128;
+                    WgmmaSS<L>::run(acc[g], make_desc(a_start, albo, asbo),
+                                    make_desc(start, lbo, sbo));
+                } else {
+                    Wgmma<L>::run(acc[g], a[g][t], make_desc(start, lbo, sbo), 1);
+                }
             }
         wgmma_commit();
-        wgmma_wait<0>();
+        if constexpr (DEFER) {
+            wgmma_wait<1>();
+        } else {
+            wgmma_wait<0>();
+        }
+    };
+    // Two register buffers for A, alternating by stage (unrolled by hand: an array indexed by
+    // s % 2 would live in local memory).
+    AFrag a0, a1;
+    for (int s = 0; s < stages_total; s += 2) {
+        step(s, a0);
+        if (s + 1 < stages_total) step(s + 1, a1);
     }
+    wgmma_wait<0>();
     cp_wait<0>();
 
     // D fragment of m64nLk16, per warp (its 16 rows): for each n8 block j, acc[4j], acc[4j+1]
@@ -278,9 +359,10 @@ __global__ void __launch_bounds__(tc::THREADS)
 // ---------------------------------------------------------------------------------------------
 // Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
 
-template <int N, int M, int L, int KW = 32, int STAGES = 3>
+template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
+          bool ASMEM = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    if (!smem_fits(tc::Shape<L, KW, STAGES>::smem_bytes())) return;
+    if (!smem_fits(tc::Shape<L, KW, STAGES, ASMEM>::smem_bytes())) return;
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
     for (auto& x : Wf) x = dist(rng);
@@ -309,8 +391,8 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
-    using S = tc::Shape<L, KW, STAGES>;
-    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES>;
+    using S = tc::Shape<L, KW, STAGES, ASMEM>;
+    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM>;
     const size_t smem = S::smem_bytes();
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
@@ -326,12 +408,18 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     std::vector<bf16> Ch(static_cast<size_t>(m) * n), Cr(static_cast<size_t>(m) * n);
     CHECK(cudaMemcpy(Cr.data(), dCref, Cr.size() * 2, cudaMemcpyDeviceToHost));
 
-    // Both readings of the descriptor's two byte offsets: (along k, along n) and swapped.
+    // The descriptor's leading byte offset runs along k, the stride byte offset along n (the
+    // swapped reading gave errors of order 1 on the H100 and H200, session 22).
+    // A in shared memory (ASMEM) is MN-major, for which the manual's reading of the two
+    // offsets was not checked on a GPU: both orders run, each printing its error.
     const uint32_t along_k = 128, along_n = (KW / 8) * 128;
-    const uint32_t orders[2][2] = {{along_k, along_n}, {along_n, along_k}};
-    for (const auto& o : orders) {
-        const uint32_t lbo = o[0], sbo = o[1];
-        auto ours = [&] { kernel<<<grid, tc::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo); };
+    const uint32_t lbo = along_k, sbo = along_n;
+    const uint32_t a_orders[2][2] = {{along_k, along_n}, {along_n, along_k}};
+    for (int o = 0; o < (ASMEM ? 2 : 1); ++o) {
+        const uint32_t albo = a_orders[o][0], asbo = a_orders[o][1];
+        auto ours = [&] {
+            kernel<<<grid, tc::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo, albo, asbo);
+        };
         CHECK(cudaMemset(dC, 0, Ch.size() * 2));
         ours();
         CHECK(cudaGetLastError());
@@ -341,9 +429,10 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const float t_ours = median_ms(runs, ours);
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
-        printf("wgmma kw%d st%d lbo%u sbo%u  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
+        printf("wgmma%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
-               KW, STAGES, lbo, sbo, m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
+               ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "", KW, STAGES, MINB,
+               int(DEFER), m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
                flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
         fflush(stdout);
     }
@@ -358,14 +447,23 @@ int main(int argc, char** argv) {
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
     for (const auto& s : shapes) {
+        // The session-21 shape, two blocks per SM, then A from shared memory (both operands
+        // async: no register inputs, so DEFER keeps one stage of wgmma in flight).
         run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
-        run<8, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 3, 2>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 3, 1, false, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 4, 1, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 4, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 1, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 32, 4, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 64, 4, 1, true, true>(h, s[0], s[1], s[2], runs, rng);
         run<4, 32, 128>(h, s[0], s[1], s[2], runs, rng);
-        run<16, 32, 128, 64, 3>(h, s[0], s[1], s[2], runs, rng);
-        run<4, 32, 128, 64, 3>(h, s[0], s[1], s[2], runs, rng);
-        run<16, 32, 64>(h, s[0], s[1], s[2], runs, rng);
-        run<16, 32, 32>(h, s[0], s[1], s[2], runs, rng);
-        run<4, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 32, 4, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 64, 32, 4, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 32, 32, 4, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 32, 32, 4, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
     }
     CHECK_BLAS(cublasDestroy(h));
     return 0;
