@@ -1,5 +1,6 @@
 # Issue 15's first tensor-core prototype on the device (nvcc and cuBLAS of the device image):
-#   bash docs/results/tc-prototype/run.sh [tc0] [tc1]   (default both: $OUT/tc0.txt, $OUT/tc1.txt)
+#   bash docs/results/tc-prototype/run.sh [tc0] [tc1]   (default both: $OUT/tc0.txt, $OUT/tc1.txt;
+#   TC0_SET=wm runs only tc0's 256-row blocks beside the 128-row ones they grow)
 # Four shapes (4096³, 4096 × 11008 × 4096, 4096 × 4096 × 11008, 256 × 4096 × 4096) at 16:32,
 # 12:32, 8:32 and 4:32, L = 128 and 32, then other block and stage shapes (wn/kw/st) on 4096³
 # and 256 × 4096²: medians of 20 launches of the prototype and of cuBLAS BF16 (FP32 compute)
@@ -11,7 +12,7 @@ steps=" ${*:-tc0 tc1} "
 if [[ $steps == *" tc0 "* ]] &&
    nvcc -O3 -arch=sm_90 -std=c++17 -Xptxas -v "$here/tc0.cu" -o /tmp/tc0 -lcublas > "$OUT/tc0-build.txt" 2>&1; then
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/tc0.txt"
-  timeout 300 /tmp/tc0 20 >> "$OUT/tc0.txt" 2>&1 || echo "tc0: exit $?" >> "$OUT/tc0.txt"
+  timeout 300 /tmp/tc0 20 ${TC0_SET:-} >> "$OUT/tc0.txt" 2>&1 || echo "tc0: exit $?" >> "$OUT/tc0.txt"
 fi
 # The warpgroup-MMA version (tc1.cu, sm_90a): the same harness, B' transposed, both readings
 # of the B descriptor's byte offsets per configuration.

@@ -15,7 +15,8 @@
 //                              of column group g)
 //
 // How (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)"):
-// * Block 128 rows × NS = 4·WN columns = G = NS/L column groups, 8 warps as 2 (m) × 4 (n),
+// * Block MS = 64·WM rows (WM = 2: 128; WM = 4, session 22: 256) × NS = 4·WN columns = G = NS/L
+//   column groups, WM (m) × 4 (n) warps,
 //   warp tile 64 × WN (inside one group: WN divides L): 4 m16 by WN/8 n8
 //   `mma.sync.m16n8k16` tiles, 2·WN FP32 accumulators per thread.
 // * A k-stage is KW consecutive kept rows u (KW·M/N rows of k). Its copy gathers, for
@@ -33,15 +34,17 @@
 #include "harness.h"
 
 namespace tc {
-constexpr int MS = 128;          // rows of C per block
-constexpr int THREADS = 256;     // 8 warps as 2 (m) x 4 (n)
 constexpr int PAD = 8;           // bf16 of padding per shared row
-constexpr int ROW_A = MS + PAD;  // As row length
 
 // The tunable part (session 18 ran WN = 32, KW = 32, STAGES = 3 only): warp tile 64 x WN,
-// block MS x NS with NS = 4·WN, KW kept rows per stage.
-template <int WN, int KW, int STAGES>
+// WM x 4 warps, block MS = 64·WM rows x NS = 4·WN columns, KW kept rows per stage. WM = 4
+// (session 22) lets each B' tile serve 256 rows: a quarter fewer L2 bytes per FLOP at L = 128,
+// where the 128-row blocks are bound by L2 (docs/results/tc-prototype/session22).
+template <int WN, int KW, int STAGES, int WM = 2>
 struct Shape {
+    static constexpr int MS = 64 * WM;                 // rows of C per block
+    static constexpr int THREADS = 128 * WM;           // WM (m) x 4 (n) warps
+    static constexpr int ROW_A = MS + PAD;             // As row length
     static constexpr int NS = 4 * WN;                  // columns of C per block
     static constexpr int ROW_B = NS + PAD;             // Bs row length
     static constexpr int TILE_A = KW * ROW_A;          // bf16 per group's A tile
@@ -87,13 +90,14 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 }
 }  // namespace tc
 
-template <int N, int M, int L, int WN, int KW, int STAGES>
-__global__ void __launch_bounds__(tc::THREADS)
+template <int N, int M, int L, int WN, int KW, int STAGES, int WM>
+__global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     nm_tc_bf16(const bf16* __restrict__ A, const bf16* __restrict__ B, const int* __restrict__ D,
                bf16* __restrict__ C, int m, int n, int k) {
     using namespace tc;
-    using S = Shape<WN, KW, STAGES>;
+    using S = Shape<WN, KW, STAGES, WM>;
     constexpr int NS = S::NS, TILE_A = S::TILE_A, TILE_B = S::TILE_B, ROW_B = S::ROW_B;
+    constexpr int MS = S::MS, THREADS = S::THREADS, ROW_A = S::ROW_A;
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int G = NS / L;  // column groups per block
     constexpr int A_PER_THREAD = G * PER_THREAD;
@@ -226,9 +230,9 @@ __global__ void __launch_bounds__(tc::THREADS)
 // ---------------------------------------------------------------------------------------------
 // Host: random data, pruning, CPU reference, cuBLAS, timing.
 
-template <int N, int M, int L, int WN = 32, int KW = 32, int STAGES = 3>
+template <int N, int M, int L, int WN = 32, int KW = 32, int STAGES = 3, int WM = 2>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    if (!smem_fits(tc::Shape<WN, KW, STAGES>::template smem_bytes<L>())) return;
+    if (!smem_fits(tc::Shape<WN, KW, STAGES, WM>::template smem_bytes<L>())) return;
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
     for (auto& x : Wf) x = dist(rng);
@@ -253,13 +257,13 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
-    using S = tc::Shape<WN, KW, STAGES>;
-    const auto kernel = nm_tc_bf16<N, M, L, WN, KW, STAGES>;
+    using S = tc::Shape<WN, KW, STAGES, WM>;
+    const auto kernel = nm_tc_bf16<N, M, L, WN, KW, STAGES, WM>;
     const size_t smem = S::template smem_bytes<L>();
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
-    const dim3 grid(n / S::NS, m / tc::MS);
-    auto ours = [&] { kernel<<<grid, tc::THREADS, smem>>>(dA, dB, dD, dC, m, n, k); };
+    const dim3 grid(n / S::NS, m / S::MS);
+    auto ours = [&] { kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dC, m, n, k); };
     // cuBLAS, column-major: C^T (n×m) = W^T (n×k, ld n) · A^T (A: m×k column-major, ld m).
     const float one = 1.0f, zero = 0.0f;
     auto blas = [&](const bf16* w, bf16* c) {
@@ -280,9 +284,9 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     const float t_ours = median_ms(runs, ours);
     const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
     const double flop = 2.0 * m * n * k;
-    printf("wn%d kw%d st%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
+    printf("%swn%d kw%d st%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
            "speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
-           WN, KW, STAGES, m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3, flop / (t_blas * 1e-3) / 1e12,
+           WM == 2 ? "" : (WM == 4 ? "wm4 " : "wm? "), WN, KW, STAGES, m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3, flop / (t_blas * 1e-3) / 1e12,
            t_blas / t_ours, err.cpu, err.cublas);
     fflush(stdout);
     for (void* p : {(void*)dA, (void*)dB, (void*)dD, (void*)dC, (void*)dCref, (void*)dW, (void*)dWp})
@@ -296,6 +300,26 @@ int main(int argc, char** argv) {
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {4096, 4096, 11008},
                              {256, 4096, 4096}};
+    // `tc0 RUNS wm`: only session 22's 256-row blocks, each beside the 128-row block it grows.
+    if (argc > 2 && argv[2][0] == 'w') {
+        for (const auto& s : {shapes[0], shapes[1], shapes[3]}) {
+            run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 3, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 4, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 64, 3, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 32, 32, 3, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 32, 3, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 32, 3, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 32, 32, 32, 3, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 32, 32, 32, 3, 4>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     for (const auto& s : shapes) {
         run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
         run<12, 32, 128>(h, s[0], s[1], s[2], runs, rng);
