@@ -12,7 +12,7 @@ use nmtune::problem::{NmPattern, Problem};
 use nmtune::tuner::measure::{Outcome, Timing, TimingPlan};
 use nmtune::tuner::runner::{Runner, Session, Trial};
 use nmtune::tuner::{
-    run_plans, search, tune_with_runner, Benchmark, Strategy, TuneError, TuneOptions,
+    run_plans, search, tune_with_runner, Benchmark, Strategy, TuneError, TuneOptions, TuneSummary,
 };
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -37,6 +37,11 @@ fn fake_time(problem: &Problem, config: &KernelConfig) -> f64 {
 /// Every seventh kernel computes garbage.
 fn fake_wrong(config: &KernelConfig) -> bool {
     fnv(&config.name()) % 7 == 0
+}
+
+/// About one kernel in eleven spills registers, so ptxas's report rejects it before timing.
+fn fake_spills(config: &KernelConfig) -> bool {
+    fnv(&config.name()) % 11 == 5
 }
 
 /// One call of `run`: the problem, the kernel, and the bar the loop passed.
@@ -104,6 +109,15 @@ impl Session for FakeSession<'_> {
             });
             return trial;
         }
+        if fake_spills(config) {
+            trial.registers = Some(255);
+            trial.spill_bytes = Some(24);
+            trial.fail(
+                Status::Rejected,
+                "ptxas spills 24 bytes of registers: rejected before timing".into(),
+            );
+            return trial;
+        }
         if fake_wrong(config) {
             trial.apply(Outcome::Wrong { rel_error: 0.5 });
             return trial;
@@ -155,19 +169,19 @@ fn options(dir: &Path) -> TuneOptions {
     }
 }
 
-/// Run the loop with a fake faulting on `fault`; every call it saw, and the result.
+/// Run the loop with a fake faulting on `fault`; every call it saw, and the run's summary.
 fn run(
     fault: Option<(Problem, String)>,
     db: &Database,
     dir: &Path,
-) -> (Vec<Call>, Result<(), TuneError>) {
+) -> (Vec<Call>, Result<TuneSummary, TuneError>) {
     let calls = Rc::new(RefCell::new(Vec::new()));
     let fake = Fake {
         calls: Rc::clone(&calls),
         fault,
     };
     // The loop owns the runner (and leaks it after a fault); the calls stay readable here.
-    let result = tune_with_runner(fake, &h200(), &problems(), db, &options(dir)).map(|_| ());
+    let result = tune_with_runner(fake, &h200(), &problems(), db, &options(dir));
     let calls = calls.borrow().clone();
     (calls, result)
 }
@@ -194,7 +208,7 @@ fn the_loop_runs_every_candidate_once_and_stores_what_it_gave() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
     let (calls, result) = run(None, &db, dir.path());
-    result.unwrap();
+    let summary = result.unwrap();
     let stored = rows(&db);
     assert_eq!(stored.len(), calls.len(), "one row per run");
     assert!(calls.len() > 6 * 5, "{} runs", calls.len());
@@ -211,6 +225,12 @@ fn the_loop_runs_every_candidate_once_and_stores_what_it_gave() {
     let counts = |s: Status| stored.values().filter(|m| m.status == s).count();
     assert!(counts(Status::Ok) > 0 && counts(Status::WrongResult) > 0);
     assert!(counts(Status::Abandoned) > 0, "nothing abandoned");
+    assert!(counts(Status::Rejected) > 0, "nothing rejected");
+    // The summary line's counts are the stored rows': a spill is a rejection, not a failure.
+    assert_eq!(summary.candidates_timed, counts(Status::Ok));
+    assert_eq!(summary.candidates_abandoned, counts(Status::Abandoned));
+    assert_eq!(summary.candidates_rejected, counts(Status::Rejected));
+    assert_eq!(summary.candidates_failed, counts(Status::WrongResult));
     for m in stored.values() {
         assert_eq!(m.cublas_us, Some(200.0));
         assert_eq!(m.source, Source::Measured);
@@ -219,6 +239,9 @@ fn the_loop_runs_every_candidate_once_and_stores_what_it_gave() {
                 assert!(m.verified && m.median_us.is_some() && m.runs == 10);
             }
             Status::WrongResult => assert!(!m.verified && m.error.is_some()),
+            Status::Rejected => {
+                assert!(!m.verified && m.median_us.is_none() && m.spill_bytes == Some(24))
+            }
             other => panic!("unexpected {other:?}"),
         }
     }

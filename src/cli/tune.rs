@@ -107,12 +107,14 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     if !args.quiet {
         eprintln!(
             "nmtune: {} problems: {} tuned, {} already done; {} candidates timed, {} abandoned \
-             as slower than the best, {} failed; {:.1} s; database {}",
+             as slower than the best, {} rejected before timing (register spills), {} failed; \
+             {:.1} s; database {}",
             summary.problems_total,
             summary.problems_tuned,
             summary.problems_skipped,
             summary.candidates_timed,
             summary.candidates_abandoned,
+            summary.candidates_rejected,
             summary.candidates_failed,
             summary.elapsed_s,
             db_path.display()

@@ -80,8 +80,10 @@ pub fn replay(
         };
         let runner = ReplayRunner { rows };
         let done = run_plans(runner, gpu, &plans, &mut recorder, true)?;
-        summary.rows_recorded +=
-            done.candidates_timed + done.candidates_abandoned + done.candidates_failed;
+        summary.rows_recorded += done.candidates_timed
+            + done.candidates_abandoned
+            + done.candidates_rejected
+            + done.candidates_failed;
     }
     summary.problems_replayed = replayed.len();
     summary.problems_skipped = recorded.len() - replayed.len();

@@ -39,6 +39,9 @@ pub struct TuneSummary {
     pub candidates_timed: usize,
     /// Verified, then dropped after the probe runs as clearly slower than the best so far.
     pub candidates_abandoned: usize,
+    /// Refused before timing for breaking a resource limit (ptxas spills): not a failure.
+    pub candidates_rejected: usize,
+    /// Did not compile, launch or verify.
     pub candidates_failed: usize,
     pub elapsed_s: f64,
 }
@@ -445,7 +448,10 @@ fn run_problem<R: Runner, S: Recorder>(
                 ));
             }
             Status::Abandoned => summary.candidates_abandoned += 1,
-            _ => summary.candidates_failed += 1,
+            Status::Rejected => summary.candidates_rejected += 1,
+            Status::CompileFailed | Status::LaunchFailed | Status::WrongResult => {
+                summary.candidates_failed += 1
+            }
         }
         if let Some(err) = trial.fatal.take() {
             recorder.record(&row)?;
