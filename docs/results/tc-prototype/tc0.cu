@@ -56,7 +56,7 @@ struct Shape {
     static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "whole copies per thread");
     static_assert(WN % 16 == 0 && KW % 16 == 0 && STAGES >= 2, "shape");
     template <int L>
-    static constexpr size_t smem_bytes() {
+    __host__ __device__ static constexpr size_t smem_bytes() {
         return static_cast<size_t>(STAGES) * ((NS / L) * TILE_A + TILE_B) * 2;
     }
 };
@@ -80,6 +80,34 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* p) {
                  : "r"(smem_addr(p)));
 }
 
+// mbarriers (MBAR): a stage is full when every thread's copies into it have landed, and empty
+// again when every warp has read it.
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+}
+// Arrives on `bar` once all of this thread's earlier cp.async copies have completed.
+__device__ __forceinline__ void mbar_arrive_copies(uint64_t* bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+                     smem_addr(bar))
+                 : "memory");
+}
+// Waits until the phase of `bar` with this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(smem_addr(bar)), "r"(parity)
+            : "memory");
+    }
+}
+
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
     asm volatile(
@@ -90,7 +118,7 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 }
 }  // namespace tc
 
-template <int N, int M, int L, int WN, int KW, int STAGES, int WM>
+template <int N, int M, int L, int WN, int KW, int STAGES, int WM, bool MBAR>
 __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     nm_tc_bf16(const bf16* __restrict__ A, const bf16* __restrict__ B, const int* __restrict__ D,
                bf16* __restrict__ C, int m, int n, int k) {
@@ -105,6 +133,9 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][KW][ROW_B]
+    // MBAR: full[STAGES], empty[STAGES] after the tiles.
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + S::template smem_bytes<L>());
+    uint64_t* empty = full + STAGES;
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -151,15 +182,35 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
                 cp_async16(bs + r * ROW_B + p, B + static_cast<size_t>(u) * n + n0 + p);
             }
         }
-        cp_commit();  // an empty group past the end keeps the wait counts uniform
+        if constexpr (MBAR) {
+            if (stage < stages_total) mbar_arrive_copies(&full[stage % STAGES]);
+        } else {
+            cp_commit();  // an empty group past the end keeps the wait counts uniform
+        }
     };
 
-    for (int s = 0; s < STAGES - 1; ++s) {
+    // MBAR (session 22) replaces the block-wide barrier of every stage by mbarriers: a warp
+    // waits only for the stage it reads to be full, and a thread refills a slot once every
+    // warp has released it. The copies then run AHEAD = STAGES - 2 stages ahead, so that the
+    // slot refilled at stage s was read at stage s - 2: one stage of slack between the
+    // fastest warp and the slowest.
+    constexpr int AHEAD = MBAR ? STAGES - 2 : STAGES - 1;
+    static_assert(AHEAD >= 1, "MBAR needs 3 stages or more");
+    if constexpr (MBAR) {
+        if (tid == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(&full[s], THREADS);
+                mbar_init(&empty[s], THREADS / 32);
+            }
+        }
+        __syncthreads();
+    }
+    for (int s = 0; s < AHEAD; ++s) {
         int col[A_PER_THREAD];
         load_cols(s, col);
         issue(s, col);
     }
-    load_cols(STAGES - 1, next_col);
+    load_cols(AHEAD, next_col);
 
     constexpr int NJ = WN / 8;        // n8 tiles per warp
     const int wm = (warp / 4) * 64;  // warp tile origin in the block
@@ -175,13 +226,22 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     // ldmatrix lane roles: matrix j = lane / 8, its row r = lane % 8.
     const int lj = lane / 8, lr = lane % 8;
     for (int s = 0; s < stages_total; ++s) {
-        cp_wait<STAGES - 2>();
-        __syncthreads();  // stage s landed; every warp is done with slot (s - 1) % STAGES
+        if constexpr (MBAR) {
+            // Stage s + AHEAD reuses the slot of stage s + AHEAD - STAGES: the phase that
+            // every warp's release of it completed has parity ((s + AHEAD) / STAGES + 1) % 2.
+            const int ahead = s + AHEAD;
+            if (ahead < stages_total && ahead >= STAGES)
+                mbar_wait(&empty[ahead % STAGES], (ahead / STAGES + 1) & 1);
+        } else {
+            cp_wait<STAGES - 2>();
+            __syncthreads();  // stage s landed; every warp is done with slot (s - 1) % STAGES
+        }
         int col[A_PER_THREAD];
 #pragma unroll
         for (int i = 0; i < A_PER_THREAD; ++i) col[i] = next_col[i];
-        issue(s + STAGES - 1, col);
-        load_cols(s + STAGES, next_col);
+        issue(s + AHEAD, col);
+        load_cols(s + AHEAD + 1, next_col);
+        if constexpr (MBAR) mbar_wait(&full[s % STAGES], (s / STAGES) & 1);
 
         const bf16* as = As + ((s % STAGES) * G + wn / L) * TILE_A;  // the warp's group
         const bf16* bs = Bs + (s % STAGES) * TILE_B;
@@ -208,6 +268,11 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
                 for (int j = 0; j < NJ; ++j)
                     tc::mma_bf16(acc[i][j], a[i], b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]);
         }
+        if constexpr (MBAR) {
+            // Every lane's fragment loads of the stage were consumed by the MMAs above.
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[s % STAGES]);
+        }
     }
     tc::cp_wait<0>();
 
@@ -230,9 +295,12 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
 // ---------------------------------------------------------------------------------------------
 // Host: random data, pruning, CPU reference, cuBLAS, timing.
 
-template <int N, int M, int L, int WN = 32, int KW = 32, int STAGES = 3, int WM = 2>
+template <int N, int M, int L, int WN = 32, int KW = 32, int STAGES = 3, int WM = 2,
+          bool MBAR = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    if (!smem_fits(tc::Shape<WN, KW, STAGES, WM>::template smem_bytes<L>())) return;
+    const size_t smem = tc::Shape<WN, KW, STAGES, WM>::template smem_bytes<L>() +
+                        (MBAR ? 2 * STAGES * sizeof(uint64_t) : 0);
+    if (!smem_fits(smem)) return;
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
     for (auto& x : Wf) x = dist(rng);
@@ -258,8 +326,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     using S = tc::Shape<WN, KW, STAGES, WM>;
-    const auto kernel = nm_tc_bf16<N, M, L, WN, KW, STAGES, WM>;
-    const size_t smem = S::template smem_bytes<L>();
+    const auto kernel = nm_tc_bf16<N, M, L, WN, KW, STAGES, WM, MBAR>;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
     const dim3 grid(n / S::NS, m / S::MS);
@@ -284,9 +351,10 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     const float t_ours = median_ms(runs, ours);
     const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
     const double flop = 2.0 * m * n * k;
-    printf("%swn%d kw%d st%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
+    printf("%s%swn%d kw%d st%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
            "speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
-           WM == 2 ? "" : (WM == 4 ? "wm4 " : "wm? "), WN, KW, STAGES, m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3, flop / (t_blas * 1e-3) / 1e12,
+           MBAR ? "mbar " : "", WM == 2 ? "" : (WM == 4 ? "wm4 " : "wm? "), WN, KW, STAGES, m, n,
+           k, N, M, L, t_ours * 1e3, t_blas * 1e3, flop / (t_blas * 1e-3) / 1e12,
            t_blas / t_ours, err.cpu, err.cublas);
     fflush(stdout);
     for (void* p : {(void*)dA, (void*)dB, (void*)dD, (void*)dC, (void*)dCref, (void*)dW, (void*)dWp})
@@ -300,6 +368,30 @@ int main(int argc, char** argv) {
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {4096, 4096, 11008},
                              {256, 4096, 4096}};
+    // `tc0 RUNS mb`: the mbarrier pipeline (session 22) beside the barrier one it replaces.
+    if (argc > 2 && argv[2][0] == 'm') {
+        for (const auto& s : {shapes[0], shapes[1], shapes[3]}) {
+            run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 5, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 5, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 32, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 32, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 32, 32, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 32, 32, 32, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 32>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 32, 32, 32, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     // `tc0 RUNS wm`: only session 22's 256-row blocks, each beside the 128-row block it grows.
     if (argc > 2 && argv[2][0] == 'w') {
         for (const auto& s : {shapes[0], shapes[1], shapes[3]}) {
