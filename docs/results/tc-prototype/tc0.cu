@@ -1,13 +1,13 @@
 // Issue 15, first prototype (session 17; run on an H100 in session 18 with WN = 32, KW = 32,
-// STAGES = 3 only: h100-tc0.txt; the other block and stage shapes were added in session 18 and
-// are compiled offline only, not yet run):
+// STAGES = 3: h100-tc0.txt; every shape in session 22, which added 256-row blocks (WM) and
+// the mbarrier pipeline (MBAR): session22/ and docs/perf-log.md):
 // vector-wise N:M sparse times dense on BF16 tensor cores, FP32 accumulation, L = 128 (one
 // column group per block), 64 or 32 (two or four), timed beside cuBLAS BF16 (cublasGemmEx, FP32 compute) on the
 // dense weight of the same shape, checked against a CPU reference on the same rounded inputs
 // and against cuBLAS on the pruned weight. Outside the build, like the element-wise prototype
 // (docs/results/v4.11/ew-prototype/): nvcc -O3 -arch=sm_90 tc0.cu -lcublas -o tc0.
-// (Its host side, shared with tc1.cu, moved to harness.h in session 21; the kernels and what
-// the program prints are as session 18 ran them.)
+// (Its host side, shared with tc1.cu, moved to harness.h in session 21.) `tc0 RUNS` runs the
+// session-18 list; `tc0 RUNS wm`, `mb` and `k` the session-22 comparisons.
 //
 //   C (m×n, row-major, bf16) = A (m×k, column-major: element (i, kk) at kk·m + i, bf16)
 //                              × W, W given as B' (w×n row-major bf16, w = k·N/M: the kept
@@ -28,8 +28,9 @@
 //   Rows padded by 8 bf16 (16 bytes): the 8 row addresses of an ldmatrix phase fall in 8
 //   different 16-byte bank groups.
 // * Fragments: `ldmatrix.x4.trans` for A (the tile is A transposed) and for B' (k rows of n).
-// * STAGES-deep cp.async ring, one barrier per stage; the D indices of a stage are loaded one
-//   stage ahead into registers, so no global load sits between the barrier and the copies.
+// * STAGES-deep cp.async ring, one barrier per stage (MBAR: per-stage "full" and "empty"
+//   mbarriers instead, see the main loop); the D indices of a stage are loaded one stage
+//   ahead into registers, so no global load sits between the barrier and the copies.
 // Shapes: m and n multiples of 128, w a multiple of KW.
 #include "harness.h"
 
@@ -368,6 +369,21 @@ int main(int argc, char** argv) {
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {4096, 4096, 11008},
                              {256, 4096, 4096}};
+    // `tc0 RUNS k`: the mbarrier pipeline's larger k-tiles at every sparsity, L = 128.
+    if (argc > 2 && argv[2][0] == 'k') {
+        for (const auto& s : {shapes[0], shapes[1]}) {
+            run<16, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 32, 32, 5, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     // `tc0 RUNS mb`: the mbarrier pipeline (session 22) beside the barrier one it replaces.
     if (argc > 2 && argv[2][0] == 'm') {
         for (const auto& s : {shapes[0], shapes[1], shapes[3]}) {
