@@ -380,6 +380,11 @@ int main(int argc, char** argv) {
             run<8, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
             run<4, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
             run<4, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            // 64 × 64 warp tiles: as many FLOP per shared byte as the tensor cores need
+            // (docs/design.md's table), two column groups per block at L = 128.
+            run<16, 32, 128, 64, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 64, 64, 3, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 64, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
         }
         CHECK_BLAS(cublasDestroy(h));
         return 0;
