@@ -1,6 +1,7 @@
-// The host side the tensor-core prototypes share (tc0.cu, tc1.cu): error checks, pruning of a
-// random weight to vector-wise N:M, timing, and the two error measures against the CPU
-// reference and cuBLAS. Outside the build, included by each prototype's nvcc command line.
+// What the tensor-core prototypes share (tc0.cu, tc1.cu): error checks, pruning of a random
+// weight to vector-wise N:M, timing, the two error measures against the CPU reference and
+// cuBLAS, and the mbarrier helpers of their pipelines. Outside the build, included by each
+// prototype's nvcc command line.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -32,6 +33,40 @@
     } while (0)
 
 using bf16 = __nv_bfloat16;
+
+// Device side shared by the prototypes' mbarrier pipelines (tc0.cu's and tc1.cu's MBAR).
+namespace pipe {
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// mbarriers (MBAR): a stage is full when every thread's copies into it have landed, and empty
+// again when every warp has read it.
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+// Arrives on `bar` once all of this thread's earlier cp.async copies have completed.
+__device__ __forceinline__ void mbar_arrive_copies(uint64_t* bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar))
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+                     smem_u32(bar))
+                 : "memory");
+}
+// Waits until the phase of `bar` with this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(smem_u32(bar)), "r"(parity)
+            : "memory");
+    }
+}
+}  // namespace pipe
 
 // A configuration whose shared memory exceeds what a block may opt into on this GPU is
 // reported and skipped, not fatal: the list of shapes is the same on every device.

@@ -81,34 +81,6 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* p) {
                  : "r"(smem_addr(p)));
 }
 
-// mbarriers (MBAR): a stage is full when every thread's copies into it have landed, and empty
-// again when every warp has read it.
-__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
-}
-// Arrives on `bar` once all of this thread's earlier cp.async copies have completed.
-__device__ __forceinline__ void mbar_arrive_copies(uint64_t* bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
-                     smem_addr(bar))
-                 : "memory");
-}
-// Waits until the phase of `bar` with this parity has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
-    uint32_t done = 0;
-    while (!done) {
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(smem_addr(bar)), "r"(parity)
-            : "memory");
-    }
-}
-
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
     asm volatile(
@@ -184,7 +156,7 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
             }
         }
         if constexpr (MBAR) {
-            if (stage < stages_total) mbar_arrive_copies(&full[stage % STAGES]);
+            if (stage < stages_total) pipe::mbar_arrive_copies(&full[stage % STAGES]);
         } else {
             cp_commit();  // an empty group past the end keeps the wait counts uniform
         }
@@ -200,8 +172,8 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     if constexpr (MBAR) {
         if (tid == 0) {
             for (int s = 0; s < STAGES; ++s) {
-                mbar_init(&full[s], THREADS);
-                mbar_init(&empty[s], THREADS / 32);
+                pipe::mbar_init(&full[s], THREADS);
+                pipe::mbar_init(&empty[s], THREADS / 32);
             }
         }
         __syncthreads();
@@ -232,7 +204,7 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
             // every warp's release of it completed has parity ((s + AHEAD) / STAGES + 1) % 2.
             const int ahead = s + AHEAD;
             if (ahead < stages_total && ahead >= STAGES)
-                mbar_wait(&empty[ahead % STAGES], (ahead / STAGES + 1) & 1);
+                pipe::mbar_wait(&empty[ahead % STAGES], (ahead / STAGES + 1) & 1);
         } else {
             cp_wait<STAGES - 2>();
             __syncthreads();  // stage s landed; every warp is done with slot (s - 1) % STAGES
@@ -242,7 +214,7 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
         for (int i = 0; i < A_PER_THREAD; ++i) col[i] = next_col[i];
         issue(s + AHEAD, col);
         load_cols(s + AHEAD + 1, next_col);
-        if constexpr (MBAR) mbar_wait(&full[s % STAGES], (s / STAGES) & 1);
+        if constexpr (MBAR) pipe::mbar_wait(&full[s % STAGES], (s / STAGES) & 1);
 
         const bf16* as = As + ((s % STAGES) * G + wn / L) * TILE_A;  // the warp's group
         const bf16* bs = Bs + (s % STAGES) * TILE_B;
@@ -272,7 +244,7 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
         if constexpr (MBAR) {
             // Every lane's fragment loads of the stage were consumed by the MMAs above.
             __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[s % STAGES]);
+            if (lane == 0) pipe::mbar_arrive(&empty[s % STAGES]);
         }
     }
     tc::cp_wait<0>();

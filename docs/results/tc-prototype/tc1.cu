@@ -37,14 +37,15 @@
 #include "harness.h"
 
 namespace tc {
-constexpr int MS = 128;          // rows of C per block: 2 warpgroups of 64
 constexpr int NS = 128;          // columns of C per block
-constexpr int THREADS = 256;
 constexpr int PAD = 8;           // bf16 of padding per As row (ldmatrix without conflicts)
-constexpr int ROW_A = MS + PAD;
 
-template <int L, int KW, int STAGES, bool ASMEM = false>
+// WG warpgroups along m (2: the session-21 block of 128 rows; 4: 256 rows, session 22).
+template <int L, int KW, int STAGES, bool ASMEM = false, int WG = 2>
 struct Shape {
+    static constexpr int MS = 64 * WG;                   // rows of C per block
+    static constexpr int THREADS = 128 * WG;
+    static constexpr int ROW_A = MS + PAD;
     static constexpr int G = NS / L;                     // column groups per block
     // bf16 per group's A tile: padded k-major rows for ldmatrix, or core matrices (ASMEM)
     static constexpr int TILE_A = ASMEM ? MS * KW : KW * ROW_A;
@@ -55,8 +56,12 @@ struct Shape {
     static constexpr int B_PER_THREAD = B_CHUNKS / THREADS;
     static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "whole copies per thread");
     static_assert(NS % L == 0 && KW % 16 == 0 && STAGES >= 2, "shape");
-    static constexpr size_t smem_bytes() {
+    // The tiles, then (MBAR) the full[STAGES] and empty[STAGES] mbarriers.
+    __host__ __device__ static constexpr size_t tiles_bytes() {
         return static_cast<size_t>(STAGES) * (G * TILE_A + TILE_B) * 2;
+    }
+    static constexpr size_t smem_bytes(bool mbar) {
+        return tiles_bytes() + (mbar ? 2 * STAGES * sizeof(uint64_t) : 0);
     }
 };
 
@@ -184,20 +189,25 @@ template <> struct WgmmaSS<128> {
 };
 }  // namespace tc
 
-template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM>
-__global__ void __launch_bounds__(tc::THREADS, MINB)
+template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
+          bool MBAR>
+__global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
                   uint32_t albo, uint32_t asbo) {
     using namespace tc;
-    using S = Shape<L, KW, STAGES, ASMEM>;
+    using S = Shape<L, KW, STAGES, ASMEM, WG>;
     constexpr int G = S::G, TILE_A = S::TILE_A, TILE_B = S::TILE_B;
+    constexpr int MS = S::MS, THREADS = S::THREADS, ROW_A = S::ROW_A;
+    static_assert(!MBAR || (ASMEM && DEFER), "the mbarrier pipeline takes A from shared memory");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
     constexpr int KC = KW / 8;  // 16-byte chunks (core-matrix columns) per B row of a stage
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][NS/8][KC][8][8]
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + S::tiles_bytes());  // MBAR
+    uint64_t* empty = full + STAGES;
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -252,14 +262,30 @@ __global__ void __launch_bounds__(tc::THREADS, MINB)
                            Bt + static_cast<size_t>(n0 + nn) * w + stage * KW + kc * 8);
             }
         }
-        cp_commit();
+        if constexpr (MBAR) {
+            if (stage < stages_total) pipe::mbar_arrive_copies(&full[stage % STAGES]);
+        } else {
+            cp_commit();
+        }
     };
 
     // DEFER keeps one stage of wgmma in flight while the next stage's fragments load, so a
     // slot is free again only two stages later: the copies run AHEAD = STAGES - 2 stages
     // ahead instead of STAGES - 1.
+    // MBAR (session 22, as tc0.cu's) hands stages over through mbarriers instead of a
+    // block-wide barrier: a warp waits for the stage it reads to be full and, once its wgmma
+    // of the stage have completed (one stage later, DEFER), releases it on `empty`.
     constexpr int AHEAD = DEFER ? STAGES - 2 : STAGES - 1;
     static_assert(AHEAD >= 1, "DEFER needs 3 stages or more");
+    if constexpr (MBAR) {
+        if (tid == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                pipe::mbar_init(&full[s], THREADS);
+                pipe::mbar_init(&empty[s], THREADS / 32);
+            }
+        }
+        __syncthreads();
+    }
     for (int s = 0; s < AHEAD; ++s) {
         int col[A_PER_THREAD];
         load_cols(s, col);
@@ -282,14 +308,26 @@ __global__ void __launch_bounds__(tc::THREADS, MINB)
     // waited for before this barrier; the fragments of A go to the register buffer `a`.
     using AFrag = uint32_t[G][KW / 16][4];
     auto step = [&](int s, AFrag& a) {
-        cp_wait<AHEAD - 1>();
-        fence_async_shared();
-        __syncthreads();
+        if constexpr (MBAR) {
+            // The slot of stage s + AHEAD was last read by stage s + AHEAD - STAGES = s - 2,
+            // which every warp released in iteration s - 1.
+            const int ahead = s + AHEAD;
+            if (ahead < stages_total && ahead >= STAGES)
+                pipe::mbar_wait(&empty[ahead % STAGES], (ahead / STAGES + 1) & 1);
+        } else {
+            cp_wait<AHEAD - 1>();
+            fence_async_shared();
+            __syncthreads();
+        }
         int col[A_PER_THREAD];
 #pragma unroll
         for (int i = 0; i < A_PER_THREAD; ++i) col[i] = next_col[i];
         issue(s + AHEAD, col);
         load_cols(s + AHEAD + 1, next_col);
+        if constexpr (MBAR) {
+            pipe::mbar_wait(&full[s % STAGES], (s / STAGES) & 1);
+            fence_async_shared();  // the copies (generic proxy) before this thread's wgmma
+        }
 
         const bf16* as = As + (s % STAGES) * G * TILE_A;
         const uint32_t bs = smem_addr(Bs + (s % STAGES) * TILE_B);
@@ -328,6 +366,12 @@ __global__ void __launch_bounds__(tc::THREADS, MINB)
         } else {
             wgmma_wait<0>();
         }
+        if constexpr (MBAR) {
+            // This thread's wgmma of stage s - 1 have completed; once the warp's all have,
+            // the stage is released.
+            __syncwarp();
+            if (s >= 1 && lane == 0) pipe::mbar_arrive(&empty[(s - 1) % STAGES]);
+        }
     };
     // Two register buffers for A, alternating by stage (unrolled by hand: an array indexed by
     // s % 2 would live in local memory).
@@ -360,9 +404,9 @@ __global__ void __launch_bounds__(tc::THREADS, MINB)
 // Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
-          bool ASMEM = false>
+          bool ASMEM = false, int WG = 2, bool MBAR = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    if (!smem_fits(tc::Shape<L, KW, STAGES, ASMEM>::smem_bytes())) return;
+    if (!smem_fits(tc::Shape<L, KW, STAGES, ASMEM, WG>::smem_bytes(MBAR))) return;
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
     for (auto& x : Wf) x = dist(rng);
@@ -391,12 +435,12 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
-    using S = tc::Shape<L, KW, STAGES, ASMEM>;
-    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM>;
-    const size_t smem = S::smem_bytes();
+    using S = tc::Shape<L, KW, STAGES, ASMEM, WG>;
+    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR>;
+    const size_t smem = S::smem_bytes(MBAR);
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
-    const dim3 grid(n / tc::NS, m / tc::MS);
+    const dim3 grid(n / tc::NS, m / S::MS);
     const float one = 1.0f, zero = 0.0f;
     auto blas = [&](const bf16* wt, bf16* c) {
         CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, &one, wt, CUDA_R_16BF, n, dA,
@@ -415,10 +459,10 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     const uint32_t along_k = 128, along_n = (KW / 8) * 128;
     const uint32_t lbo = along_k, sbo = along_n;
     const uint32_t a_orders[2][2] = {{along_k, along_n}, {along_n, along_k}};
-    for (int o = 0; o < (ASMEM ? 2 : 1); ++o) {
+    for (int o = 0; o < (ASMEM && !MBAR ? 2 : 1); ++o) {
         const uint32_t albo = a_orders[o][0], asbo = a_orders[o][1];
         auto ours = [&] {
-            kernel<<<grid, tc::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo, albo, asbo);
+            kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo, albo, asbo);
         };
         CHECK(cudaMemset(dC, 0, Ch.size() * 2));
         ours();
@@ -429,9 +473,10 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const float t_ours = median_ms(runs, ours);
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
-        printf("wgmma%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
+        printf("wgmma%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
-               ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "", KW, STAGES, MINB,
+               ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
+               MBAR ? (WG == 4 ? " mbar wg4" : " mbar") : (WG == 4 ? " wg4" : ""), KW, STAGES, MINB,
                int(DEFER), m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
                flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
         fflush(stdout);
@@ -446,6 +491,22 @@ int main(int argc, char** argv) {
     CHECK_BLAS(cublasCreate(&h));
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
+    // `tc1 RUNS mb`: A and B' from shared memory behind the mbarrier pipeline, 128 and 256
+    // rows per block, beside the session-21 kernel.
+    if (argc > 2 && argv[2][0] == 'm') {
+        for (const auto& s : shapes) {
+            run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 4, 1, true, true, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 6, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 32, 32, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     for (const auto& s : shapes) {
         // The session-21 shape, two blocks per SM, then A from shared memory (both operands
         // async: no register inputs, so DEFER keeps one stage of wgmma in flight).
