@@ -91,8 +91,8 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 }
 }  // namespace tc
 
-template <int N, int M, int L, int WN, int KW, int STAGES, int WM, bool MBAR>
-__global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
+template <int N, int M, int L, int WN, int KW, int STAGES, int WM, bool MBAR, int PROD>
+__global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS + 32 * PROD)
     nm_tc_bf16(const bf16* __restrict__ A, const bf16* __restrict__ B, const int* __restrict__ D,
                bf16* __restrict__ C, int m, int n, int k) {
     using namespace tc;
@@ -103,6 +103,11 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     constexpr int G = NS / L;  // column groups per block
     constexpr int A_PER_THREAD = G * PER_THREAD;
     static_assert(NS % L == 0 && L % WN == 0, "a warp's WN columns lie in one group");
+    // PROD producer warps (session 22) do every copy; the THREADS threads only compute. The
+    // producer is written for one warp, one column group and 256-row blocks: a lane copies
+    // one 16-byte piece of each kept column.
+    static_assert(PROD == 0 || (MBAR && PROD == 1 && G == 1 && MS / 8 == 32 && KW % 32 == 0),
+                  "producer warps: one, with MBAR, L = NS, 256 rows, KW a multiple of 32");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][KW][ROW_B]
@@ -172,18 +177,58 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     if constexpr (MBAR) {
         if (tid == 0) {
             for (int s = 0; s < STAGES; ++s) {
-                pipe::mbar_init(&full[s], THREADS);
+                pipe::mbar_init(&full[s], PROD > 0 ? 32 * PROD : THREADS);
                 pipe::mbar_init(&empty[s], THREADS / 32);
             }
         }
         __syncthreads();
     }
-    for (int s = 0; s < AHEAD; ++s) {
-        int col[A_PER_THREAD];
-        load_cols(s, col);
-        issue(s, col);
+    if constexpr (PROD > 0) {
+        if (tid >= THREADS) {
+            // The producer: stage st into its slot once every computing warp has released
+            // the slot's previous stage. The indices of stage st + 1 load while stage st's
+            // copies go out (KW / 32 per lane, handed to every lane by shuffles).
+            constexpr int IW = KW / 32;
+            int idx[IW], next[IW];
+            auto load_idx = [&](int st, int (&out)[IW]) {
+#pragma unroll
+                for (int t = 0; t < IW; ++t) {
+                    const int u = st * KW + lane + 32 * t;
+                    out[t] = st < stages_total ? (u / N) * M + __ldg(D + static_cast<size_t>(u) * q + g0) : 0;
+                }
+            };
+            load_idx(0, next);
+            for (int st = 0; st < stages_total; ++st) {
+#pragma unroll
+                for (int t = 0; t < IW; ++t) idx[t] = next[t];
+                load_idx(st + 1, next);
+                if (st >= STAGES) pipe::mbar_wait(&empty[st % STAGES], (st / STAGES + 1) & 1);
+                bf16* as = As + (st % STAGES) * TILE_A;
+                bf16* bs = Bs + (st % STAGES) * TILE_B;
+#pragma unroll 8
+                for (int j = 0; j < KW; ++j) {
+                    const int col = __shfl_sync(0xffffffffu, idx[j / 32], j % 32);
+                    cp_async16(as + j * ROW_A + 8 * lane, A + static_cast<size_t>(col) * m + m0 + 8 * lane);
+                }
+#pragma unroll 8
+                for (int c = lane; c < S::B_CHUNKS; c += 32) {
+                    const int r = c / (NS / 8), p = (c % (NS / 8)) * 8;
+                    cp_async16(bs + r * ROW_B + p, B + static_cast<size_t>(st * KW + r) * n + n0 + p);
+                }
+                pipe::mbar_arrive_copies(&full[st % STAGES]);
+            }
+            cp_wait<0>();
+            return;
+        }
     }
-    load_cols(AHEAD, next_col);
+    if constexpr (PROD == 0) {
+        for (int s = 0; s < AHEAD; ++s) {
+            int col[A_PER_THREAD];
+            load_cols(s, col);
+            issue(s, col);
+        }
+        load_cols(AHEAD, next_col);
+    }
 
     constexpr int NJ = WN / 8;        // n8 tiles per warp
     const int wm = (warp / 4) * 64;  // warp tile origin in the block
@@ -199,7 +244,9 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
     // ldmatrix lane roles: matrix j = lane / 8, its row r = lane % 8.
     const int lj = lane / 8, lr = lane % 8;
     for (int s = 0; s < stages_total; ++s) {
-        if constexpr (MBAR) {
+        if constexpr (PROD > 0) {
+            // nothing to copy: the producer warp does
+        } else if constexpr (MBAR) {
             // Stage s + AHEAD reuses the slot of stage s + AHEAD - STAGES: the phase that
             // every warp's release of it completed has parity ((s + AHEAD) / STAGES + 1) % 2.
             const int ahead = s + AHEAD;
@@ -209,11 +256,13 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
             cp_wait<STAGES - 2>();
             __syncthreads();  // stage s landed; every warp is done with slot (s - 1) % STAGES
         }
-        int col[A_PER_THREAD];
+        if constexpr (PROD == 0) {
+            int col[A_PER_THREAD];
 #pragma unroll
-        for (int i = 0; i < A_PER_THREAD; ++i) col[i] = next_col[i];
-        issue(s + AHEAD, col);
-        load_cols(s + AHEAD + 1, next_col);
+            for (int i = 0; i < A_PER_THREAD; ++i) col[i] = next_col[i];
+            issue(s + AHEAD, col);
+            load_cols(s + AHEAD + 1, next_col);
+        }
         if constexpr (MBAR) pipe::mbar_wait(&full[s % STAGES], (s / STAGES) & 1);
 
         const bf16* as = As + ((s % STAGES) * G + wn / L) * TILE_A;  // the warp's group
@@ -269,7 +318,7 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS)
 // Host: random data, pruning, CPU reference, cuBLAS, timing.
 
 template <int N, int M, int L, int WN = 32, int KW = 32, int STAGES = 3, int WM = 2,
-          bool MBAR = false>
+          bool MBAR = false, int PROD = 0>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     const size_t smem = tc::Shape<WN, KW, STAGES, WM>::template smem_bytes<L>() +
                         (MBAR ? 2 * STAGES * sizeof(uint64_t) : 0);
@@ -299,11 +348,11 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     using S = tc::Shape<WN, KW, STAGES, WM>;
-    const auto kernel = nm_tc_bf16<N, M, L, WN, KW, STAGES, WM, MBAR>;
+    const auto kernel = nm_tc_bf16<N, M, L, WN, KW, STAGES, WM, MBAR, PROD>;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
     const dim3 grid(n / S::NS, m / S::MS);
-    auto ours = [&] { kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dC, m, n, k); };
+    auto ours = [&] { kernel<<<grid, S::THREADS + 32 * PROD, smem>>>(dA, dB, dD, dC, m, n, k); };
     // cuBLAS, column-major: C^T (n×m) = W^T (n×k, ld n) · A^T (A: m×k column-major, ld m).
     const float one = 1.0f, zero = 0.0f;
     auto blas = [&](const bf16* w, bf16* c) {
@@ -324,9 +373,9 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     const float t_ours = median_ms(runs, ours);
     const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
     const double flop = 2.0 * m * n * k;
-    printf("%s%swn%d kw%d st%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
+    printf("%s%s%swn%d kw%d st%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us (%.0f TFLOP/s)  "
            "speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
-           MBAR ? "mbar " : "", WM == 2 ? "" : (WM == 4 ? "wm4 " : "wm? "), WN, KW, STAGES, m, n,
+           PROD ? "prod " : "", MBAR ? "mbar " : "", WM == 2 ? "" : (WM == 4 ? "wm4 " : "wm? "), WN, KW, STAGES, m, n,
            k, N, M, L, t_ours * 1e3, t_blas * 1e3, flop / (t_blas * 1e-3) / 1e12,
            t_blas / t_ours, err.cpu, err.cublas);
     fflush(stdout);
@@ -352,6 +401,12 @@ int main(int argc, char** argv) {
             run<8, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
             run<4, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
             run<4, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
+            // One producer warp copies, 16 warps compute (256 rows, L = 128).
+            run<16, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 6, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
             // 64 × 64 warp tiles: as many FLOP per shared byte as the tensor cores need
             // (docs/design.md's table), two column groups per block at L = 128.
             run<16, 32, 128, 64, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
