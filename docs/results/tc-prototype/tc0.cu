@@ -104,10 +104,10 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS + 32 * 
     constexpr int A_PER_THREAD = G * PER_THREAD;
     static_assert(NS % L == 0 && L % WN == 0, "a warp's WN columns lie in one group");
     // PROD producer warps (session 22) do every copy; the THREADS threads only compute. The
-    // producer is written for one warp, one column group and 256-row blocks: a lane copies
-    // one 16-byte piece of each kept column.
-    static_assert(PROD == 0 || (MBAR && PROD == 1 && G == 1 && MS / 8 == 32 && KW % 32 == 0),
-                  "producer warps: one, with MBAR, L = NS, 256 rows, KW a multiple of 32");
+    // producers are written for one column group and 256-row blocks: a lane copies one
+    // 16-byte piece of each kept column its warp takes (every PROD-th).
+    static_assert(PROD == 0 || (MBAR && G == 1 && MS / 8 == 32 && KW % 32 == 0 && KW % PROD == 0),
+                  "producer warps: with MBAR, L = NS, 256 rows, KW a multiple of 32");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][KW][ROW_B]
@@ -185,6 +185,7 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS + 32 * 
     }
     if constexpr (PROD > 0) {
         if (tid >= THREADS) {
+            const int pw = (tid - THREADS) / 32;  // producer warp
             // The producer: stage st into its slot once every computing warp has released
             // the slot's previous stage. The indices of stage st + 1 load while stage st's
             // copies go out (KW / 32 per lane, handed to every lane by shuffles).
@@ -206,12 +207,12 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS + 32 * 
                 bf16* as = As + (st % STAGES) * TILE_A;
                 bf16* bs = Bs + (st % STAGES) * TILE_B;
 #pragma unroll 8
-                for (int j = 0; j < KW; ++j) {
+                for (int j = pw; j < KW; j += PROD) {
                     const int col = __shfl_sync(0xffffffffu, idx[j / 32], j % 32);
                     cp_async16(as + j * ROW_A + 8 * lane, A + static_cast<size_t>(col) * m + m0 + 8 * lane);
                 }
 #pragma unroll 8
-                for (int c = lane; c < S::B_CHUNKS; c += 32) {
+                for (int c = tid - THREADS; c < S::B_CHUNKS; c += 32 * PROD) {
                     const int r = c / (NS / 8), p = (c % (NS / 8)) * 8;
                     cp_async16(bs + r * ROW_B + p, B + static_cast<size_t>(st * KW + r) * n + n0 + p);
                 }
@@ -390,6 +391,23 @@ int main(int argc, char** argv) {
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {4096, 4096, 11008},
                              {256, 4096, 4096}};
+    // `tc0 RUNS p`: a producer warpgroup (4 warps copy, 16 compute) beside the mbarrier
+    // pipeline where every warp does both, 256 rows, KW 64, L = 128.
+    if (argc > 2 && argv[2][0] == 'p') {
+        for (const auto& s : {shapes[0], shapes[1]}) {
+            run<16, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 64, 4, 4, true, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 32, 6, 4, true, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 32, 64, 4, 4, true, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 32, 64, 4, 4, true, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 64, 4, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 32, 64, 4, 4, true, 4>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     // `tc0 RUNS k`: the mbarrier pipeline's larger k-tiles at every sparsity, L = 128.
     if (argc > 2 && argv[2][0] == 'k') {
         for (const auto& s : {shapes[0], shapes[1]}) {
@@ -403,10 +421,6 @@ int main(int argc, char** argv) {
             run<4, 32, 128, 32, 64, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
             // One producer warp copies, 16 warps compute (256 rows, L = 128).
             run<16, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 32, 32, 6, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
-            run<12, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
-            run<8, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 128, 32, 64, 4, 4, true, 1>(h, s[0], s[1], s[2], runs, rng);
             // 64 × 64 warp tiles: as many FLOP per shared byte as the tensor cores need
             // (docs/design.md's table), two column groups per block at L = 128.
             run<16, 32, 128, 64, 32, 4, 2, true>(h, s[0], s[1], s[2], runs, rng);
