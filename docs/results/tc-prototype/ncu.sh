@@ -1,6 +1,7 @@
 # Issue 15: ncu of tensor-core prototype kernels at 4096³, 16:32, L = 128 (on the device):
 #   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1]   (default tc1; writes $OUT/tc-ncu.txt)
-# tc0: the mma.sync kernel (WN 32, KW 32, 3 stages; 128- and 256-row blocks). tc1: A from registers (KW 32, 3 stages),
+# tc0: the mma.sync kernel (WN 32, KW 32, 3 stages; 128- and 256-row blocks), and the mbarrier
+# pipeline (256 rows, KW 64, 4 stages) with and without a producer warpgroup. tc1: A from registers (KW 32, 3 stages),
 # A from shared memory (3 stages, every stage waited for), A from shared memory with one stage
 # of wgmma in flight (4 stages, two blocks per SM).
 set -u
@@ -8,20 +9,22 @@ here=$(dirname "$0")
 kernels=()
 if [[ " ${*:-tc1} " == *" tc0 "* ]]; then
   nvcc -O3 -arch=sm_90 -std=c++17 "$here/tc0.cu" -o /tmp/tc0 -lcublas || exit 1
-  kernels+=("tc0 _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi32ELi3ELi2E"
-            "tc0 _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi32ELi3ELi4E")
+  kernels+=("tc0 wm _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi32ELi3ELi2E"
+            "tc0 wm _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi32ELi3ELi4E"
+            "tc0 p _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi64ELi4ELi4ELb1ELi0E"
+            "tc0 p _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi64ELi4ELi4ELb1ELi4E")
 fi
 if [[ " ${*:-tc1} " == *" tc1 "* ]]; then
   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
   for k in ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb0E ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb1E \
-           ILi16ELi32ELi128ELi32ELi4ELi2ELb1ELb1E; do kernels+=("tc1 $k"); done
+           ILi16ELi32ELi128ELi32ELi4ELi2ELb1ELb1E; do kernels+=("tc1 - $k"); done
 fi
 for pk in "${kernels[@]}"; do
-  set -- $pk; prog=$1 k=$2
+  set -- $pk; prog=$1 set=$2 k=$3
   echo "#### $prog $k" >> "$OUT/tc-ncu.txt"
   timeout 150 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$k" \
     --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis_Tables \
     --section SchedulerStats --section WarpStateStats --section Occupancy \
-    --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,lts__t_bytes.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum \
-    "/tmp/$prog" 1 wm >> "$OUT/tc-ncu.txt" 2>&1
+    --section SourceCounters --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,lts__t_bytes.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum \
+    "/tmp/$prog" 1 $set >> "$OUT/tc-ncu.txt" 2>&1
 done
