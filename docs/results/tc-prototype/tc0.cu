@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS + 32 * 
     // PROD producer warps (session 22) do every copy; the THREADS threads only compute. The
     // producers are written for one column group and 256-row blocks: a lane copies one
     // 16-byte piece of each kept column its warp takes (every PROD-th).
-    static_assert(PROD == 0 || (MBAR && G == 1 && MS / 8 == 32 && KW % 32 == 0 && KW % PROD == 0),
+    static_assert(PROD == 0 || (MBAR && G == 1 && MS / 8 == 32 && KW % 32 == 0 && KW % (PROD > 0 ? PROD : 1) == 0),
                   "producer warps: with MBAR, L = NS, 256 rows, KW a multiple of 32");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
