@@ -54,6 +54,19 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
                      smem_u32(bar))
                  : "memory");
 }
+// Thread 0 sets up the ring's `full` and `empty` mbarriers (`stages` of each), then the block
+// waits for it: `full` completes when `full_count` threads' copies have landed, `empty` when
+// `empty_count` warps have released the stage.
+__device__ __forceinline__ void init_ring(uint64_t* full, uint64_t* empty, int stages,
+                                          int full_count, int empty_count) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) {
+            mbar_init(&full[s], full_count);
+            mbar_init(&empty[s], empty_count);
+        }
+    }
+    __syncthreads();
+}
 // Waits until the phase of `bar` with this parity has completed.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
     uint32_t done = 0;

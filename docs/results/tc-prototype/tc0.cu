@@ -174,15 +174,8 @@ __global__ void __launch_bounds__(tc::Shape<WN, KW, STAGES, WM>::THREADS + 32 * 
     // fastest warp and the slowest.
     constexpr int AHEAD = MBAR ? STAGES - 2 : STAGES - 1;
     static_assert(AHEAD >= 1, "MBAR needs 3 stages or more");
-    if constexpr (MBAR) {
-        if (tid == 0) {
-            for (int s = 0; s < STAGES; ++s) {
-                pipe::mbar_init(&full[s], PROD > 0 ? 32 * PROD : THREADS);
-                pipe::mbar_init(&empty[s], THREADS / 32);
-            }
-        }
-        __syncthreads();
-    }
+    if constexpr (MBAR)
+        pipe::init_ring(full, empty, STAGES, PROD > 0 ? 32 * PROD : THREADS, THREADS / 32);
     if constexpr (PROD > 0) {
         if (tid >= THREADS) {
             const int pw = (tid - THREADS) / 32;  // producer warp

@@ -277,15 +277,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     // of the stage have completed (one stage later, DEFER), releases it on `empty`.
     constexpr int AHEAD = DEFER ? STAGES - 2 : STAGES - 1;
     static_assert(AHEAD >= 1, "DEFER needs 3 stages or more");
-    if constexpr (MBAR) {
-        if (tid == 0) {
-            for (int s = 0; s < STAGES; ++s) {
-                pipe::mbar_init(&full[s], THREADS);
-                pipe::mbar_init(&empty[s], THREADS / 32);
-            }
-        }
-        __syncthreads();
-    }
+    if constexpr (MBAR) pipe::init_ring(full, empty, STAGES, THREADS, THREADS / 32);
     for (int s = 0; s < AHEAD; ++s) {
         int col[A_PER_THREAD];
         load_cols(s, col);
