@@ -476,6 +476,7 @@ mod tests {
             stages: 3,
             min_blocks: 1,
             split_k: 1,
+            row_chunk: 0,
         }
     }
 

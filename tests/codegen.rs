@@ -39,6 +39,7 @@ fn base() -> KernelConfig {
         stages: 3,
         min_blocks: 1,
         split_k: 1,
+        row_chunk: 0,
     }
 }
 
@@ -192,6 +193,40 @@ fn each_broken_rule_is_rejected_with_its_reason() {
                 ..b
             },
             "registers per thread",
+        ),
+        // base() is 8:32 with k_s = 64: w_s = 16.
+        (
+            KernelConfig { row_chunk: 2, ..b },
+            "row_chunk 2 is not 0 or one of",
+        ),
+        (
+            KernelConfig { row_chunk: 16, ..b },
+            "row_chunk 16 is not 0 or one of",
+        ),
+        (
+            KernelConfig {
+                row_chunk: 8,
+                k_s: 32,
+                ..b
+            },
+            "row_chunk 8 must divide w_s = 8",
+        ),
+        (
+            KernelConfig {
+                row_chunk: 4,
+                nm: nm(32, 32),
+                k_s: 32,
+                ..b
+            },
+            "a dense kernel unrolls its tiles whole",
+        ),
+        (
+            KernelConfig {
+                row_chunk: 4,
+                a_copy: ACopy::Row16,
+                ..b
+            },
+            "row16 path loads A at a fixed row",
         ),
     ];
     for (cfg, expected) in cases {
@@ -964,6 +999,7 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         stages: 1,
         min_blocks: 1,
         split_k: 1,
+        row_chunk: 0,
     }
 }
 

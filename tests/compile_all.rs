@@ -187,30 +187,35 @@ fn plan_jobs(full: bool) -> Vec<Job> {
 }
 
 /// Stratified deterministic sample of one pattern's kernels: strata by (A copy path,
-/// packing, m_t, n_t, and k_s for the element-wise family); within a stratum, configurations
+/// packing, m_t, n_t, k_s for the element-wise family, and whether the tiled family's inner
+/// loop runs in row chunks); within a stratum, configurations
 /// spread evenly over its sorted order
 /// (which varies m_s, n_s, k_s, the warp layout, the stages and min_blocks). Returns
 /// (sm_90 sample, secondary sample).
 fn sample(kernels: &[KernelConfig]) -> (Vec<KernelConfig>, Vec<KernelConfig>) {
-    let mut strata: BTreeMap<(ACopy, bool, u32, u32, u32), Vec<KernelConfig>> = BTreeMap::new();
+    type Stratum = (ACopy, bool, u32, u32, u32, bool);
+    let mut strata: BTreeMap<Stratum, Vec<KernelConfig>> = BTreeMap::new();
     for cfg in kernels {
         let windows = if cfg.family() == Family::Ew {
             cfg.k_s
         } else {
             0
         };
+        let chunked = cfg.row_chunk > 0;
         strata
-            .entry((cfg.a_copy, cfg.packing, cfg.m_t, cfg.n_t, windows))
+            .entry((cfg.a_copy, cfg.packing, cfg.m_t, cfg.n_t, windows, chunked))
             .or_default()
             .push(*cfg);
     }
     let mut primary = Vec::new();
     let mut secondary = Vec::new();
-    for members in strata.values() {
+    for (stratum, members) in &strata {
         let picks = spread(members, PRIMARY_PER_STRATUM);
         // The secondary architectures get the middle member, not one already in `primary`
-        // when the stratum is large enough.
-        secondary.push(members[members.len() / 2]);
+        // when the stratum is large enough; chunked kernels (sm_90's tuning) only sm_90.
+        if !stratum.5 {
+            secondary.push(members[members.len() / 2]);
+        }
         primary.extend(picks);
     }
     (primary, secondary)

@@ -942,6 +942,7 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
                     stages,
                     min_blocks,
                     split_k,
+                    row_chunk: 0,
                 }
             },
         )

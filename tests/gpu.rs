@@ -73,6 +73,7 @@ fn config(
         stages,
         min_blocks,
         split_k,
+        row_chunk: 0,
     }
 }
 
@@ -207,8 +208,13 @@ fn every_template_family_matches_the_cpu_reference() {
                     for split_k in [1, 3, 4] {
                         for shape in [Shape::Medium, Shape::Large, Shape::Wide] {
                             let cfg = config(nm, l, a_copy, packing, stages, split_k, shape);
-                            if validate::validate(&cfg, gpu.profile()).is_ok() {
-                                configs.push(cfg);
+                            // Row-chunk variants of the rings of two and three stages.
+                            let chunks: &[u32] = if stages < 4 { &[0, 4, 8] } else { &[0] };
+                            for &row_chunk in chunks {
+                                let cfg = KernelConfig { row_chunk, ..cfg };
+                                if validate::validate(&cfg, gpu.profile()).is_ok() {
+                                    configs.push(cfg);
+                                }
                             }
                         }
                     }

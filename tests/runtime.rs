@@ -87,6 +87,7 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
         stages: 2,
         min_blocks: 1,
         split_k: 1,
+        row_chunk: 0,
     };
     validate(&cfg, &h200()).unwrap();
     cfg
@@ -693,6 +694,7 @@ fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
         stages: 2,
         min_blocks: 1,
         split_k: 1,
+        row_chunk: 0,
     }
 }
 

@@ -264,6 +264,15 @@ pub struct KernelConfig {
     pub min_blocks: u32,
     /// Slices of the reduction run by separate blocks, summed by a second kernel.
     pub split_k: u32,
+    /// Tiled family: compressed rows per pass of the inner loop's rolled chunk loop (4 or 8),
+    /// or 0 for a tile unrolled whole (see `validate::row_chunk`). Absent from stored rows
+    /// and from the name when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub row_chunk: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 /// The `Transposed` path's column-major copy of A starts every column on a 128-byte line:
@@ -309,6 +318,7 @@ impl KernelConfig {
             stages: 1,
             min_blocks: 1,
             split_k: 1,
+            row_chunk: 0,
         }
     }
 
@@ -332,6 +342,7 @@ impl KernelConfig {
             stages: shape.stages,
             min_blocks: shape.min_blocks,
             split_k: 1,
+            row_chunk: 0,
         }
     }
 
@@ -477,10 +488,16 @@ impl KernelConfig {
     }
 
     /// Kernel name that spells the configuration, e.g.
-    /// `nm_spmm_f32_acol16_ms64_ns128_ks32_mt8_nt8_w8x4_n8m32l32_pack_cp3_mb2_sk1`.
+    /// `nm_spmm_f32_acol16_ms64_ns128_ks32_mt8_nt8_w8x4_n8m32l32_pack_cp3_mb2_sk1`, with
+    /// `_rc4` appended for a row chunk of 4.
     pub fn name(&self) -> String {
+        let chunk = if self.row_chunk == 0 {
+            String::new()
+        } else {
+            format!("_rc{}", self.row_chunk)
+        };
         format!(
-            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}",
+            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}",
             self.a_copy.token(),
             self.m_s,
             self.n_s,
@@ -495,7 +512,8 @@ impl KernelConfig {
             if self.packing { "pack" } else { "nopack" },
             self.stages,
             self.min_blocks,
-            self.split_k
+            self.split_k,
+            chunk
         )
     }
 
@@ -508,6 +526,12 @@ impl KernelConfig {
     fn parse_name_loosely(name: &str) -> Option<Self> {
         let rest = name.strip_prefix("nm_spmm_f32_")?;
         let parts: Vec<&str> = rest.split('_').collect();
+        let (row_chunk, parts) = match parts[..] {
+            [ref head @ .., last] if last.starts_with("rc") => {
+                (last.strip_prefix("rc")?.parse().ok()?, head)
+            }
+            _ => (0, &parts[..]),
+        };
         let [copy, ms, ns, ks, mt, nt, warp, nml, pack, cp, mb, sk] = parts[..] else {
             return None;
         };
@@ -536,6 +560,7 @@ impl KernelConfig {
             stages: num(cp, "cp")?,
             min_blocks: num(mb, "mb")?,
             split_k: num(sk, "sk")?,
+            row_chunk,
         })
     }
 }
@@ -559,6 +584,8 @@ struct StoredConfig {
     pipeline: Option<serde_json::Value>,
     min_blocks: Option<u32>,
     split_k: u32,
+    #[serde(default)]
+    row_chunk: u32,
 }
 
 impl From<StoredConfig> for KernelConfig {
@@ -584,6 +611,7 @@ impl From<StoredConfig> for KernelConfig {
             stages: s.stages.unwrap_or(old_stages),
             min_blocks: s.min_blocks.unwrap_or(1),
             split_k: s.split_k,
+            row_chunk: s.row_chunk,
         }
     }
 }
@@ -659,6 +687,7 @@ mod tests {
             stages: 3,
             min_blocks: 2,
             split_k: 1,
+            row_chunk: 0,
         };
         assert_eq!(
             cfg.name(),
@@ -676,5 +705,43 @@ mod tests {
         };
         assert_eq!(row.a_stride(), 68);
         assert_eq!(row.a_layout(), ALayout::RowMajor);
+    }
+
+    #[test]
+    fn a_row_chunk_is_spelled_last_and_stored_only_when_set() {
+        let whole = KernelConfig::parse_name(
+            "nm_spmm_f32_acol16_ms256_ns32_ks128_mt16_nt8_w16x2_n4m32l32_pack_cp2_mb1_sk1",
+        )
+        .unwrap();
+        assert_eq!(whole.row_chunk, 0);
+        let chunked = KernelConfig {
+            row_chunk: 4,
+            ..whole
+        };
+        assert_eq!(
+            chunked.name(),
+            "nm_spmm_f32_acol16_ms256_ns32_ks128_mt16_nt8_w16x2_n4m32l32_pack_cp2_mb1_sk1_rc4"
+        );
+        assert_eq!(KernelConfig::parse_name(&chunked.name()), Some(chunked));
+        // One spelling per configuration: no `_rc0`, no leading zeros.
+        assert_eq!(
+            KernelConfig::parse_name(&format!("{}_rc0", whole.name())),
+            None
+        );
+        assert_eq!(
+            KernelConfig::parse_name(&format!("{}_rc04", whole.name())),
+            None
+        );
+        // Rows stored before the field existed read as whole tiles, and whole tiles are
+        // stored as before.
+        let json = serde_json::to_string(&whole).unwrap();
+        assert!(!json.contains("row_chunk"));
+        let back: KernelConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, whole);
+        let json = serde_json::to_string(&chunked).unwrap();
+        assert_eq!(
+            serde_json::from_str::<KernelConfig>(&json).unwrap(),
+            chunked
+        );
     }
 }

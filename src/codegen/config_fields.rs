@@ -26,6 +26,9 @@ pub struct ConfigFields {
     pub stages: u32,
     pub min_blocks: u32,
     pub split_k: u32,
+    /// Compressed rows per pass of the tiled family's rolled inner loop; 0: each tile
+    /// unrolled whole.
+    pub row_chunk: u32,
 }
 
 impl From<&KernelConfig> for ConfigFields {
@@ -44,6 +47,7 @@ impl From<&KernelConfig> for ConfigFields {
             stages: c.stages,
             min_blocks: c.min_blocks,
             split_k: c.split_k,
+            row_chunk: c.row_chunk,
         }
     }
 }

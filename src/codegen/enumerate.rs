@@ -8,7 +8,7 @@
 use super::render::compile_key;
 use super::validate::{
     validate, DECODE_LANE_COLUMNS, DECODE_STAGES, EW_LANE_ROWS, EW_WARP_COLUMNS, MIN_BLOCKS,
-    SPLIT_K_VALUES, STAGES,
+    ROW_CHUNKS, SPLIT_K_VALUES, STAGES,
 };
 use super::{ACopy, EwShape, KernelConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
@@ -84,13 +84,16 @@ pub fn search_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) ->
     for base in base_configs(nm, l, layout) {
         for k_s in fitting_k_s(&base, gpu) {
             for &split_k in &SPLIT_K_VALUES {
-                let cfg = KernelConfig {
-                    k_s,
-                    split_k,
-                    ..base
-                };
-                if validate(&cfg, gpu).is_ok() {
-                    configs.push(cfg);
+                for row_chunk in std::iter::once(0).chain(ROW_CHUNKS) {
+                    let cfg = KernelConfig {
+                        k_s,
+                        split_k,
+                        row_chunk,
+                        ..base
+                    };
+                    if validate(&cfg, gpu).is_ok() {
+                        configs.push(cfg);
+                    }
                 }
             }
         }
@@ -137,6 +140,7 @@ fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
                                             stages,
                                             min_blocks,
                                             split_k: 1,
+                                            row_chunk: 0,
                                         });
                                     }
                                 }

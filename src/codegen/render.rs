@@ -211,6 +211,7 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("stage_floats", &cfg.stage_floats());
     ctx.insert("fragment_buffers", &validate::fragment_buffers(cfg));
+    ctx.insert("row_chunk", &validate::row_chunk(cfg));
     ctx.insert("at_align", &super::config::TRANSPOSED_ALIGN_FLOATS);
     ctx
 }
@@ -285,6 +286,7 @@ mod tests {
             stages: 3,
             min_blocks: 2,
             split_k: 4,
+            row_chunk: 0,
         }
     }
 

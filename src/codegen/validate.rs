@@ -95,6 +95,7 @@ pub fn validate(cfg: &KernelConfig, gpu: &GpuProfile) -> Result<(), CodegenError
 
 /// The rules that hold on any GPU: what the template can be rendered and compiled for.
 pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
+    chunk_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     match cfg.family() {
         Family::Tiled => tiled_rules(cfg),
         Family::Decode => pattern_rules(cfg)
@@ -162,10 +163,58 @@ pub fn fragment_buffers(cfg: &KernelConfig) -> u32 {
     }
 }
 
+/// Row chunks a tiled configuration may take (`row_chunk`; 0 unrolls each tile whole).
+/// A chunked tile runs its compressed rows in a loop over chunks of this many rows that is
+/// not unrolled: a quarter or half of the code of a 16-row tile, so the hot loop stays in
+/// the instruction cache, and a chunk's indices in registers instead of the tile's. Whether
+/// it pays depends on the kernel (docs/design.md "Row chunks").
+pub const ROW_CHUNKS: [u32; 2] = [4, 8];
+
+/// Compressed rows per pass of the template's inner loop (its RC): the row chunk, or w_s.
+pub fn row_chunk(cfg: &KernelConfig) -> u32 {
+    if cfg.row_chunk == 0 {
+        cfg.w_s()
+    } else {
+        cfg.row_chunk
+    }
+}
+
+fn chunk_rules(cfg: &KernelConfig) -> Rule {
+    let chunk = cfg.row_chunk;
+    if chunk == 0 {
+        return Ok(());
+    }
+    let w_s = cfg.w_s();
+    rule(cfg.family() == Family::Tiled, || {
+        "row_chunk applies to the tiled family only".to_string()
+    })
+    .and_then(|_| {
+        rule(ROW_CHUNKS.contains(&chunk), || {
+            format!("row_chunk {chunk} is not 0 or one of {ROW_CHUNKS:?}")
+        })
+    })
+    .and_then(|_| {
+        rule(!cfg.is_dense(), || {
+            "a dense kernel unrolls its tiles whole: row_chunk must be 0".to_string()
+        })
+    })
+    .and_then(|_| {
+        rule(cfg.a_copy != ACopy::Row16, || {
+            "the row16 path loads A at a fixed row of the tile: row_chunk must be 0".to_string()
+        })
+    })
+    .and_then(|_| {
+        rule(w_s > chunk && w_s % chunk == 0, || {
+            format!("row_chunk {chunk} must divide w_s = {w_s} and be smaller")
+        })
+    })
+}
+
 /// Estimated 32-bit registers per thread: accumulators m_t·n_t, the fragment buffers
-/// (G·m_t of A and n_t of B' each), one index per row and column group, the A blocks staged
-/// in registers by the `Row16` path, the prefetched col_info entries of packing kernels,
-/// and a fixed overhead for addresses and counters. ptxas's report is the final word.
+/// (G·m_t of A and n_t of B' each), one index per row and column group (of two chunks in a
+/// chunked tile), the A blocks staged in registers by the `Row16` path, the prefetched
+/// col_info entries of packing kernels, and a fixed overhead for addresses and counters.
+/// ptxas's report is the final word.
 pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     match cfg.family() {
         // Accumulators, the k_s rows of B' in flight with their indices, overhead.
@@ -196,8 +245,11 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     }
     let groups = index_groups(cfg);
     let fragments = fragment_buffers(cfg) * (groups * cfg.m_t + cfg.n_t);
+    // A chunked tile holds the indices of its chunk and of the next one.
     let indices = if cfg.is_dense() {
         0
+    } else if cfg.row_chunk > 0 {
+        2 * cfg.row_chunk * groups
     } else {
         cfg.w_s() * groups
     };

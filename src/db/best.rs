@@ -135,6 +135,7 @@ mod tests {
             stages: 2,
             min_blocks: 1,
             split_k: 1,
+            row_chunk: 0,
         }
     }
 

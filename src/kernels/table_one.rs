@@ -65,6 +65,7 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         stages: 2,
         min_blocks: 1,
         split_k: 1,
+        row_chunk: 0,
     };
     (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
         .then_some(cfg)
@@ -181,6 +182,7 @@ pub fn why_unsupported(problem: &Problem) -> String {
         stages: 2,
         min_blocks: 1,
         split_k: 1,
+        row_chunk: 0,
     };
     let probe = if problem.is_element_wise() {
         ew_config(problem, EW_DEFAULT_SHAPE)

@@ -538,6 +538,7 @@ mod tests {
             stages: 2,
             min_blocks: 1,
             split_k,
+            row_chunk: 0,
         }
     }
 

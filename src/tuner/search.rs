@@ -71,59 +71,109 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             }
             picked
         }
-        Strategy::Warm => candidates(problem, gpu, Strategy::Pruned),
-        Strategy::Pruned if problem.is_element_wise() => {
-            let decode = decode_candidates(&space, problem, gpu);
-            let mut picked = if problem.is_decode() {
-                // The element-wise decode family won all 800 L = 1 problems of
-                // shapes/decode.yaml on the H100 and the H200 (docs/perf-log.md, session 15):
-                // of the tiles, only the default shape is timed there.
-                let shape = table_one::EW_DEFAULT_SHAPE;
-                with_splits(table_one::ew_config(problem, shape), problem, gpu)
-            } else {
-                let tiles = space
-                    .into_iter()
-                    .filter(|c| !c.a_copy.is_direct())
-                    .collect();
-                ew_candidates(tiles, problem, gpu)
-            };
-            for seed in decode {
-                if !picked.contains(&seed) {
-                    picked.push(seed);
-                }
-            }
-            picked
+        // The model predicts a row-chunk variant as its whole-tile kernel: the ranking
+        // strategies rank whole tiles, then time the chunked variants of their first picks.
+        Strategy::Warm | Strategy::Pruned => {
+            let picked = pruned_candidates(whole_tiles(space), problem, gpu);
+            with_row_chunks(picked, problem, gpu)
         }
-        Strategy::Pruned => {
-            let decode = decode_candidates(&space, problem, gpu);
-            // Up to m = 4 rows per block the decode family won every problem of the first
-            // H100 decode tuning: the tiled family keeps only its Table I seeds there.
-            let tiled_search = problem.m > validate::DECODE_MAX_ROWS as usize;
-            let kept: Vec<_> = space
-                .into_iter()
-                .filter(|c| tiled_search && paper_rules(c, problem, gpu))
-                .collect();
-            let mut picked: Vec<_> = ranked(kept, problem, gpu)
-                .into_iter()
-                .take(PRUNED_TOP)
-                .collect();
-            let sweep = if tiled_search {
-                sweep_seeds(problem, gpu)
-            } else {
-                Vec::new()
-            };
-            for seed in table_one_seeds(problem, gpu)
-                .into_iter()
-                .chain(sweep)
-                .chain(decode)
-            {
-                if !picked.contains(&seed) {
-                    picked.push(seed);
-                }
-            }
-            picked
+        Strategy::Model => {
+            let picked = model_picks(&ranked(whole_tiles(space), problem, gpu), MODEL_TOP, true);
+            with_row_chunks(picked, problem, gpu)
         }
-        Strategy::Model => model_picks(&ranked(space, problem, gpu), MODEL_TOP, true),
+    }
+}
+
+fn whole_tiles(space: Vec<KernelConfig>) -> Vec<KernelConfig> {
+    space.into_iter().filter(|cfg| cfg.row_chunk == 0).collect()
+}
+
+/// Candidates whose row-chunk variants ([`validate::ROW_CHUNKS`]) the ranking strategies time
+/// too (docs/design.md "Row chunks": a chunked loop wins for some kernels and loses for
+/// others, and no rule or model term tells which yet).
+pub const CHUNKED_TOP: usize = 3;
+
+/// `picked` followed by the valid row-chunk variants of its first [`CHUNKED_TOP`]
+/// whole-tile configurations.
+pub fn with_row_chunks(
+    mut picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts: Vec<KernelConfig> = picked
+        .iter()
+        .filter(|cfg| cfg.row_chunk == 0)
+        .take(CHUNKED_TOP)
+        .copied()
+        .collect();
+    for cfg in firsts {
+        for row_chunk in validate::ROW_CHUNKS {
+            let variant = KernelConfig { row_chunk, ..cfg };
+            let valid = validate::validate(&variant, gpu).is_ok()
+                && validate::validate_for_problem(&variant, problem).is_ok();
+            if valid && !picked.contains(&variant) {
+                picked.push(variant);
+            }
+        }
+    }
+    picked
+}
+
+/// The pruned strategy's candidates from `space` (whole-tile configurations).
+fn pruned_candidates(
+    space: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    if problem.is_element_wise() {
+        let decode = decode_candidates(&space, problem, gpu);
+        let mut picked = if problem.is_decode() {
+            // The element-wise decode family won all 800 L = 1 problems of
+            // shapes/decode.yaml on the H100 and the H200 (docs/perf-log.md, session 15):
+            // of the tiles, only the default shape is timed there.
+            let shape = table_one::EW_DEFAULT_SHAPE;
+            with_splits(table_one::ew_config(problem, shape), problem, gpu)
+        } else {
+            let tiles = space
+                .into_iter()
+                .filter(|c| !c.a_copy.is_direct())
+                .collect();
+            ew_candidates(tiles, problem, gpu)
+        };
+        for seed in decode {
+            if !picked.contains(&seed) {
+                picked.push(seed);
+            }
+        }
+        picked
+    } else {
+        let decode = decode_candidates(&space, problem, gpu);
+        // Up to m = 4 rows per block the decode family won every problem of the first
+        // H100 decode tuning: the tiled family keeps only its Table I seeds there.
+        let tiled_search = problem.m > validate::DECODE_MAX_ROWS as usize;
+        let kept: Vec<_> = space
+            .into_iter()
+            .filter(|c| tiled_search && paper_rules(c, problem, gpu))
+            .collect();
+        let mut picked: Vec<_> = ranked(kept, problem, gpu)
+            .into_iter()
+            .take(PRUNED_TOP)
+            .collect();
+        let sweep = if tiled_search {
+            sweep_seeds(problem, gpu)
+        } else {
+            Vec::new()
+        };
+        for seed in table_one_seeds(problem, gpu)
+            .into_iter()
+            .chain(sweep)
+            .chain(decode)
+        {
+            if !picked.contains(&seed) {
+                picked.push(seed);
+            }
+        }
+        picked
     }
 }
 
@@ -490,6 +540,7 @@ impl Seed {
             stages: self.stages,
             min_blocks: self.min_blocks,
             split_k,
+            row_chunk: 0,
         }
     }
 }
