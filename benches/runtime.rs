@@ -89,6 +89,7 @@ fn prepare(c: &mut Criterion) {
         stages: 2,
         min_blocks: 1,
         split_k: 1,
+        row_chunk: 0,
     };
     let mut group = c.benchmark_group("prepare");
     group.sample_size(10);

@@ -795,11 +795,13 @@ fn a_schema_2_database_is_read_as_fp32_and_upgraded_by_the_first_write() {
 fn a_schema_3_database_reads_without_kernel_checksums_and_upgrades_on_the_first_write() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h100.sqlite");
-    std::fs::copy("tuning-db/h100.sqlite", &path).unwrap();
+    // The first 32 problems of tuning-db/h100.sqlite as v4.14 committed it (schema 3), every
+    // other row deleted: the committed databases are schema 4 since their v4.15 re-tune.
+    std::fs::copy("tests/fixtures/schema3-h100.sqlite", &path).unwrap();
     let reader = Database::open_read_only(&path).unwrap();
     assert_eq!(reader.schema_version(), 3);
     let before = reader.measurements(None).unwrap();
-    assert!(before.len() > 1000);
+    assert!(before.len() > 400);
     assert!(before.iter().all(|m| m.kernel_checksum.is_none()));
     drop(reader);
     let db = Database::open(&path).unwrap();
