@@ -102,6 +102,12 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint3
            (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32);
 }
 
+// The same with the 128-byte swizzle (layout type 1 in bits 62–63); the matrix's atoms must
+// start on 1,024-byte boundaries (base offset 0).
+__device__ __forceinline__ uint64_t make_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return make_desc(addr, lbo, sbo) | (static_cast<uint64_t>(1) << 62);
+}
+
 template <int N> struct Wgmma;
 template <> struct Wgmma<32> {
     static __device__ __forceinline__ void run(float (&d)[16], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
@@ -190,7 +196,7 @@ template <> struct WgmmaSS<128> {
 }  // namespace tc
 
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
-          bool MBAR>
+          bool MBAR, bool SWZ>
 __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
@@ -200,10 +206,11 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     constexpr int G = S::G, TILE_A = S::TILE_A, TILE_B = S::TILE_B;
     constexpr int MS = S::MS, THREADS = S::THREADS, ROW_A = S::ROW_A;
     static_assert(!MBAR || (ASMEM && DEFER), "the mbarrier pipeline takes A from shared memory");
+    static_assert(!SWZ || ASMEM, "the swizzled layout is a shared-memory A layout");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
     constexpr int KC = KW / 8;  // 16-byte chunks (core-matrix columns) per B row of a stage
-    extern __shared__ __align__(128) unsigned char smem_raw[];
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
     bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][G][KW][ROW_A]
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][NS/8][KC][8][8]
     uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + S::tiles_bytes());  // MBAR
@@ -223,15 +230,26 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     // 8·piece_of … + 7 of the block's m. For ASMEM, eight consecutive threads fill one 128-byte
     // core matrix (eight k of one 8-row piece of m), so a warp's copies land on distinct banks.
     auto chunk = [&](int i) { return tid + THREADS * (i % PER_THREAD); };
+    // SWZ (session 23) maps copies as the register path does: MS/8 consecutive threads copy
+    // one kept column of A whole (256 bytes for 128 rows), so a warp's copies read two or
+    // four whole columns.
+    constexpr bool CORE = ASMEM && !SWZ;
     auto row_of = [&](int i) {
-        return ASMEM ? chunk(i) / MS * 8 + chunk(i) % 8 : chunk(i) / (MS / 8);
+        return CORE ? chunk(i) / MS * 8 + chunk(i) % 8 : chunk(i) / (MS / 8);
     };
     auto piece_of = [&](int i) {
-        return ASMEM ? chunk(i) / 8 % (MS / 8) : chunk(i) % (MS / 8);
+        return CORE ? chunk(i) / 8 % (MS / 8) : chunk(i) % (MS / 8);
     };
     // bf16 offset of (kept row r, piece p) in a group's A tile: core matrix (p, r/8) of 64
     // bf16, k-adjacent core matrices 128 bytes apart, m-adjacent ones KW/8·128 apart.
+    // SWZ: wgmma's MN-major 128-byte-swizzle layout. Each 64 rows of m (one warpgroup's)
+    // are KW/8 atoms of 1,024 bytes, atom j holding kept rows 8j … 8j + 7 as eight 128-byte
+    // lines of 64 consecutive m; the 16-byte chunk c of line r sits at chunk c ^ (r % 8).
     auto a_offset = [&](int r, int p) {
+        if constexpr (SWZ) {
+            const int h = p / 8, c = p % 8;
+            return h * (KW * 64) + (r / 8) * 512 + (r % 8) * 64 + ((c ^ (r % 8)) * 8);
+        }
         return ASMEM ? (p * (KW / 8) + r / 8) * 64 + (r % 8) * 8 : r * ROW_A + p * 8;
     };
     int next_col[A_PER_THREAD];
@@ -342,7 +360,14 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
                 // The group's L columns start at core-matrix row g·L/8; k16 step t covers
                 // core-matrix columns 2t and 2t + 1.
                 const uint32_t start = bs + ((g * L / 8) * KC + 2 * t) * 128;
-                if constexpr (ASMEM) {
+                if constexpr (SWZ) {
+                    // The warpgroup's 64 rows are atoms KW/8·wg …; k16 step t covers two
+                    // atoms (stride byte offset 1,024 between them).
+                    const uint32_t a_start =
+                        smem_addr(as + g * TILE_A) + wg * (KW * 128) + t * 2048;
+                    WgmmaSS<L>::run(acc[g], make_desc_sw128(a_start, KW * 128, 1024),
+                                    make_desc(start, lbo, sbo));
+                } else if constexpr (ASMEM) {
                     // The warpgroup's 64 rows start at core-matrix row 8·wg of the A tile.
                     const uint32_t a_start =
                         smem_addr(as + g * TILE_A) + ((8 * wg) * (KW / 8) + 2 * t) * 128;
@@ -396,7 +421,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
 // Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
-          bool ASMEM = false, int WG = 2, bool MBAR = false>
+          bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     if (!smem_fits(tc::Shape<L, KW, STAGES, ASMEM, WG>::smem_bytes(MBAR))) return;
     std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -428,7 +453,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG>;
-    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR>;
+    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ>;
     const size_t smem = S::smem_bytes(MBAR);
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
@@ -451,7 +476,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     const uint32_t along_k = 128, along_n = (KW / 8) * 128;
     const uint32_t lbo = along_k, sbo = along_n;
     const uint32_t a_orders[2][2] = {{along_k, along_n}, {along_n, along_k}};
-    for (int o = 0; o < (ASMEM && !MBAR ? 2 : 1); ++o) {
+    for (int o = 0; o < (ASMEM && !MBAR && !SWZ ? 2 : 1); ++o) {
         const uint32_t albo = a_orders[o][0], asbo = a_orders[o][1];
         auto ours = [&] {
             kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo, albo, asbo);
@@ -467,7 +492,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const double flop = 2.0 * m * n * k;
         printf("wgmma%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
-               ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
+               SWZ ? " smemA(sw128)" : ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
                MBAR ? (WG == 4 ? " mbar wg4" : " mbar") : (WG == 4 ? " wg4" : ""), KW, STAGES, MINB,
                int(DEFER), m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
                flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
@@ -483,6 +508,24 @@ int main(int argc, char** argv) {
     CHECK_BLAS(cublasCreate(&h));
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
+    // `tc1 RUNS sw`: A in the 128-byte swizzled layout (whole columns per copy), behind the
+    // mbarrier pipeline, beside the core-matrix layout it replaces (session 23).
+    if (argc > 2 && argv[2][0] == 's') {
+        for (const auto& s : shapes) {
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     // `tc1 RUNS mb`: A and B' from shared memory behind the mbarrier pipeline, 128 and 256
     // rows per block, beside the session-21 kernel.
     if (argc > 2 && argv[2][0] == 'm') {
