@@ -1,5 +1,5 @@
 # Issue 15: ncu of tensor-core prototype kernels at 4096³, 16:32, L = 128 (on the device):
-#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1]   (default tc1; writes $OUT/tc-ncu.txt)
+#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1] [tc1s]   (default tc1; writes $OUT/tc-ncu.txt)
 # tc0: the mma.sync kernel (WN 32, KW 32, 3 stages; 128- and 256-row blocks), and the mbarrier
 # pipeline (256 rows, KW 64, 4 stages) with and without a producer warpgroup. tc1: A from registers (KW 32, 3 stages),
 # A from shared memory (3 stages, every stage waited for), A from shared memory with one stage
@@ -14,6 +14,13 @@ if [[ " ${*:-tc1} " == *" tc0 "* ]]; then
             "tc0 p _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi64ELi4ELi4ELb1ELi0E"
             "tc0 p _Z10nm_tc_bf16ILi16ELi32ELi128ELi32ELi64ELi4ELi4ELb1ELi4E")
 fi
+if [[ " ${*:-tc1} " == *" tc1s "* ]]; then
+  # Session 23: A in the 128-byte swizzled layout (256 rows, KW 64, 4 stages, mbarriers) at
+  # 16:32 and 12:32, beside the core-matrix layout it replaced.
+  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
+  for k in ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1E ILi12ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1E \
+           ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb0E; do kernels+=("tc1 s $k"); done
+fi
 if [[ " ${*:-tc1} " == *" tc1 "* ]]; then
   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
   for k in ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb0E ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb1E \
@@ -25,6 +32,6 @@ for pk in "${kernels[@]}"; do
   timeout 150 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$k" \
     --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis_Tables \
     --section SchedulerStats --section WarpStateStats --section Occupancy \
-    --section SourceCounters --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,lts__t_bytes.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum \
+    --section SourceCounters --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,lts__t_bytes.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum \
     "/tmp/$prog" 1 $set >> "$OUT/tc-ncu.txt" 2>&1
 done
