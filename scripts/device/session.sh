@@ -19,7 +19,7 @@
 #               $CALL_BUDGET seconds (default 560; the device tool stops a call at 600)
 #   ncu-best DB NM...  ncu (as `ncu`) of DB's stored 4096³ column-major best at each N:M
 #   bench DB M  re-time DB's stored best kernels at m = M beside cuBLAS
-#   ncu LIST    ncu scheduler, warp-state, occupancy and memory sections of each kernel in
+#   ncu LIST    ncu speed-of-light, scheduler, warp-state, occupancy and memory sections of each kernel in
 #               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
 #   time LIST   nmtune bench of each line of LIST (same format), into $OUT/time.txt ($TIME_BIN
 #               another nmtune binary, $TIME_TAG a suffix of the file's name)
@@ -119,7 +119,7 @@ while [ $# -gt 0 ]; do
         [ -z "$kernel" ] && continue
         echo "#### $kernel at m=$m n=$n k=$k $nm $layout" >> "$OUT/ncu.txt"
         limit 120 ncu --clock-control none --kernel-name "$kernel" --launch-count 1 \
-          --section SchedulerStats --section WarpStateStats --section Occupancy \
+          --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section Occupancy \
           --section LaunchStats --section InstructionStats --section MemoryWorkloadAnalysis_Tables \
           --metrics smsp__issue_active.avg.per_cycle_active,smsp__warps_active.avg.per_cycle_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum \
           "$BIN/nmtune" bench --m "$m" --n "$n" --k "$k" --nm "$nm" --a-layout "$layout" \
