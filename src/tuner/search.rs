@@ -682,4 +682,44 @@ mod tests {
         // Split-K variants share a kernel, and the sample is the same for every problem.
         assert!(kernels.len() < 2 * SAMPLE_SIZE, "{} kernels", kernels.len());
     }
+
+    #[test]
+    fn the_ranking_strategies_time_the_row_chunks_of_their_first_picks() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        let mut chunked_problems = 0;
+        for (n, layout) in [
+            (4, ALayout::ColMajor),
+            (4, ALayout::RowMajor),
+            (16, ALayout::ColMajor),
+        ] {
+            let nm = NmPattern::new(n, 32).unwrap();
+            let problem = Problem::new(4096, 4096, 4096, nm, 32)
+                .unwrap()
+                .with_layout(layout)
+                .unwrap();
+            for strategy in [Strategy::Pruned, Strategy::Model] {
+                let picked = candidates(&problem, &gpu, strategy);
+                let (whole, chunked): (Vec<_>, Vec<_>) =
+                    picked.iter().partition(|c| c.row_chunk == 0);
+                chunked_problems += usize::from(!chunked.is_empty());
+                // Every chunked candidate is a valid variant of one of the first whole tiles,
+                // and the variants follow the whole tiles, which keep the strategy's order.
+                let firsts = &whole[..CHUNKED_TOP.min(whole.len())];
+                for cfg in &chunked {
+                    validate::validate(cfg, &gpu).unwrap();
+                    let base = KernelConfig {
+                        row_chunk: 0,
+                        ..*cfg
+                    };
+                    assert!(
+                        firsts.contains(&&base),
+                        "{cfg} is no variant of a first pick"
+                    );
+                }
+                let whole_count = whole.len();
+                assert!(picked[whole_count..].iter().all(|c| c.row_chunk > 0));
+            }
+        }
+        assert!(chunked_problems > 0, "no strategy timed a chunked kernel");
+    }
 }
