@@ -712,7 +712,7 @@ mod tests {
                         ..*cfg
                     };
                     assert!(
-                        firsts.contains(&&base),
+                        firsts.contains(&base),
                         "{cfg} is no variant of a first pick"
                     );
                 }
