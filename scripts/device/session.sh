@@ -21,7 +21,8 @@
 #   bench DB M  re-time DB's stored best kernels at m = M beside cuBLAS
 #   ncu LIST    ncu speed-of-light, scheduler, warp-state, occupancy and memory sections of each kernel in
 #               LIST (lines "M N K N:M LAYOUT KERNEL"), one launch each, into $OUT/ncu.txt
-#   time LIST   nmtune bench of each line of LIST (same format), into $OUT/time.txt ($TIME_BIN
+#   time LIST   nmtune bench of each line of LIST (same format, KERNEL may be a comma-separated
+#               list, and a seventh field L, default 32), into $OUT/time.txt ($TIME_BIN
 #               another nmtune binary, $TIME_TAG a suffix of the file's name)
 #   sass LIST   ncu's per-instruction (SASS) warp-stall samples of each kernel in LIST, one CSV
 #               per kernel ($OUT/sass-<N>-<M>-<LAYOUT>.csv; scripts/sass_stalls.py reads them)
@@ -133,10 +134,10 @@ while [ $# -gt 0 ]; do
       note "ncu: $(grep -E 'smsp__issue_active.avg.per_cycle_active|smsp__warps_active.avg.per_cycle_active' "$OUT/ncu.txt" | awk '{print $NF}' | tr '\n' ' ')" ;;
     time)
       list=$1; shift
-      while read -r m n k nm layout kernel; do
+      while read -r m n k nm layout kernel l; do
         [ -z "$kernel" ] && continue
         limit 120 "${TIME_BIN:-$BIN/nmtune}" bench --m "$m" --n "$n" --k "$k" --nm "$nm" --a-layout "$layout" \
-          --kernels "$kernel" --runs 10 >> "$OUT/time${TIME_TAG:-}.txt" 2>&1
+          --l "${l:-32}" --kernels "$kernel" --runs 10 >> "$OUT/time${TIME_TAG:-}.txt" 2>&1
       done < "$list"
       note "time${TIME_TAG:-}: $(grep -c nm_spmm "$OUT/time${TIME_TAG:-}.txt") lines" ;;
     sass)
