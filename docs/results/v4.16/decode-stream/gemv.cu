@@ -31,6 +31,27 @@
 
 constexpr int GROUP_L = 32, WINDOW_M = 32;
 
+// The decode kernels' reduction: lanes with the same columns add with shuffles, then the
+// warps' sums meet in shared memory and one thread per column adds them in warp order.
+template <int NS, int NT, int WARPS>
+__device__ __forceinline__ void block_sums(float (&acc)[NT], float (&red)[WARPS][NS], int warp,
+                                           int lane, float* __restrict__ out) {
+    constexpr int LANES = NS / NT;
+#pragma unroll
+    for (int off = LANES; off < 32; off *= 2)
+#pragma unroll
+        for (int c = 0; c < NT; ++c) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], off);
+    if (lane < LANES)
+#pragma unroll
+        for (int c = 0; c < NT; ++c) red[warp][lane * NT + c] = acc[c];
+    __syncthreads();
+    if (threadIdx.x < NS) {
+        float s = 0.0f;
+        for (int z = 0; z < WARPS; ++z) s += red[z][threadIdx.x];
+        out[blockIdx.x * NS + threadIdx.x] = s;
+    }
+}
+
 template <int NS, int NT, int U, int WARPS, int MODE, int N>
 __global__ void __launch_bounds__(WARPS * 32)
     gemv(const float* __restrict__ B, const int* __restrict__ D, const float* A, int w, int n,
@@ -74,19 +95,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     if (!waited) asm volatile("griddepcontrol.wait;\n" ::: "memory");
     if constexpr (MODE >= 3) {
-#pragma unroll
-        for (int off = LANES; off < 32; off *= 2)
-#pragma unroll
-            for (int c = 0; c < NT; ++c) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], off);
-        if (lane < LANES)
-#pragma unroll
-            for (int c = 0; c < NT; ++c) red[warp][lane * NT + c] = acc[c];
-        __syncthreads();
-        if (threadIdx.x < NS) {
-            float s = 0.0f;
-            for (int z = 0; z < WARPS; ++z) s += red[z][threadIdx.x];
-            out[blockIdx.x * NS + threadIdx.x] = s;
-        }
+        block_sums<NS, NT, WARPS>(acc, red, warp, lane, out);
     } else {
         float s = 0.0f;
 #pragma unroll

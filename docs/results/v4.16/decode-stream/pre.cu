@@ -60,19 +60,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
         load(s, base);
         use(s);
     }
-#pragma unroll
-    for (int off = LANES; off < 32; off *= 2)
-#pragma unroll
-        for (int c = 0; c < NT; ++c) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], off);
-    if (lane < LANES)
-#pragma unroll
-        for (int c = 0; c < NT; ++c) red[warp][lane * NT + c] = acc[c];
-    __syncthreads();
-    if (threadIdx.x < NS) {
-        float s = 0.0f;
-        for (int z = 0; z < WARPS; ++z) s += red[z][threadIdx.x];
-        out[blockIdx.x * NS + threadIdx.x] = s;
-    }
+    block_sums<NS, NT, WARPS>(acc, red, warp, lane, out);
 }
 
 template <int NS, int NT, int U, int WARPS, int PRE, int N, int MINB = 1>
