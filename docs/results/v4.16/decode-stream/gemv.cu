@@ -137,26 +137,40 @@ struct Buffers {
     int w, n, k;
 };
 
+// One launch on `stream`, as a programmatic dependent of the kernel before it (pdl) or plainly.
+template <typename... Params, typename... Args>
+void launch(cudaStream_t stream, void (*kernel)(Params...), int grid, int block, size_t smem,
+            bool pdl, Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute la[1];
+    la[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    la[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = la;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
+}
+
+// Time per launch of a kernel with gemv's arguments over bf's rotating weight copies, launched
+// as programmatic dependents (the decode rule).
+template <typename Kernel>
+double time_gemv(cudaStream_t stream, const Buffers& bf, Kernel kernel, int grid, int block) {
+    const int copies = static_cast<int>(bf.b.size());
+    return time_bursts(stream, [&](int i) {
+        launch(stream, kernel, grid, block, 0, true, bf.b[i % copies], bf.d[i % copies], bf.a,
+               bf.w, bf.n, bf.out);
+    });
+}
+
 template <int NS, int NT, int U, int WARPS, int MODE, int N>
 void run(cudaStream_t stream, const Buffers& bf, double copy_gbps) {
     auto kernel = gemv<NS, NT, U, WARPS, MODE, N>;
     cudaFuncAttributes attr;
     CHECK(cudaFuncGetAttributes(&attr, kernel));
-    const int grid = bf.n / NS;
-    const int copies = static_cast<int>(bf.b.size());
-    const double us = time_bursts(stream, [&](int i) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(grid);
-        cfg.blockDim = dim3(WARPS * 32);
-        cfg.stream = stream;
-        cudaLaunchAttribute la[1];
-        la[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        la[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = la;
-        cfg.numAttrs = 1;
-        CHECK(cudaLaunchKernelEx(&cfg, kernel, (const float*)bf.b[i % copies],
-                                 (const int*)bf.d[i % copies], (const float*)bf.a, bf.w, bf.n, bf.out));
-    });
+    const double us = time_gemv(stream, bf, kernel, bf.n / NS, WARPS * 32);
     const double bytes = 4.0 * bf.w * bf.n + 4.0 * bf.w * (bf.n / GROUP_L);
     const double gbps = bytes / (us * 1e-6) / 1e9;
     printf("  ns%d nt%d u%d w%d mode %d: %3d registers  %8.2f us  %7.1f GB/s  %5.1f %% of copy\n", NS, NT,

@@ -68,20 +68,7 @@ void run_pre(cudaStream_t stream, const Buffers& bf, double copy) {
     auto kernel = pre<NS, NT, U, WARPS, PRE, N, MINB>;
     cudaFuncAttributes attr;
     CHECK(cudaFuncGetAttributes(&attr, kernel));
-    const int copies = static_cast<int>(bf.b.size());
-    const double us = time_bursts(stream, [&](int i) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(bf.n / NS);
-        cfg.blockDim = dim3(WARPS * 32);
-        cfg.stream = stream;
-        cudaLaunchAttribute la[1];
-        la[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        la[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = la;
-        cfg.numAttrs = 1;
-        CHECK(cudaLaunchKernelEx(&cfg, kernel, (const float*)bf.b[i % copies],
-                                 (const int*)bf.d[i % copies], (const float*)bf.a, bf.w, bf.n, bf.out));
-    });
+    const double us = time_gemv(stream, bf, kernel, bf.n / NS, WARPS * 32);
     const double bytes = 4.0 * bf.w * bf.n + 4.0 * bf.w * (bf.n / GROUP_L);
     printf("  ns%d nt%d u%d w%d mb%d, %d step(s) before the wait: %3d registers, %3zu B local  %8.2f us  %5.1f %% of copy\n",
            NS, NT, U, WARPS, MINB, PRE, attr.numRegs, attr.localSizeBytes, us, 100.0 * bytes / (us * 1e-6) / 1e9 / copy);

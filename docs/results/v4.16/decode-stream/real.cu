@@ -37,20 +37,8 @@ int main() {
         for (int v = 0; v < 4; ++v) {
             for (int pdl = 1; pdl >= (v == 0 ? 0 : 1); --pdl) {
                 const double us = time_bursts(stream, [&](int i) {
-                    cudaLaunchConfig_t cfg = {};
-                    cfg.gridDim = dim3(n / 32, 1, 1);
-                    cfg.blockDim = dim3(512);
-                    cfg.dynamicSmemBytes = 2048;
-                    cfg.stream = stream;
-                    cudaLaunchAttribute la[1];
-                    la[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-                    la[0].val.programmaticStreamSerializationAllowed = 1;
-                    cfg.attrs = la;
-                    cfg.numAttrs = pdl;
-                    CHECK(cudaLaunchKernelEx(&cfg, kernels[v], (const float*)bf.a,
-                                             (const float*)bf.b[i % copies], (const int*)bf.d[i % copies],
-                                             (const int*)nullptr, (const int*)nullptr, bf.out, ws, 1, n, k,
-                                             1.0f, 0.0f));
+                    launch(stream, kernels[v], n / 32, 512, 2048, pdl == 1, bf.a, bf.b[i % copies],
+                           bf.d[i % copies], nullptr, nullptr, bf.out, ws, 1, n, k, 1.0f, 0.0f);
                 });
                 printf("  %-24s %s: %8.2f us  %5.1f %% of copy\n", names[v],
                        pdl ? "programmatic" : "plain launch", us, 100.0 * mb * 1e3 / us / copy);
