@@ -78,14 +78,14 @@ fn config(
 }
 
 /// Decode-family configurations of one pattern: every rows-per-block value, narrow and wide
-/// blocks, one and two loads per lane, an odd unroll, one warp and many, split-K, one and two
-/// stages of rows in registers.
+/// blocks, one and two loads per lane, an odd unroll, one warp and many, split-K, every
+/// pipeline (`validate::DECODE_STAGES`).
 fn decode_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
     let mut out = Vec::new();
     for layout in ALayout::ALL {
         for m_s in [1, 2, 4] {
             for shape in [(32, 4, 3, 1), (64, 8, 4, 8), (128, 4, 8, 16)] {
-                for (split_k, stages) in [(1, 1), (3, 1), (1, 2), (3, 2)] {
+                for (split_k, stages) in [(1, 1), (3, 1), (1, 2), (3, 2), (1, 3), (3, 3)] {
                     let base = KernelConfig::decode(layout, m_s, shape, nm, l);
                     out.push(KernelConfig {
                         split_k,
@@ -374,7 +374,8 @@ fn the_element_wise_family_matches_the_cpu_reference() {
 /// each reading the previous one's output as its A and all sharing one split-K workspace,
 /// must still match the CPU reference layer by layer. Square layers, row-major A (the
 /// output of one layer is the next one's row-major A), both decode families, split-K 1 and 3
-/// (the decode reduction lets the next layer launch at its start), one and two stages.
+/// (the decode reduction lets the next layer launch at its start), every pipeline (cp3 loads
+/// two steps before it waits).
 #[test]
 fn decode_layers_queued_back_to_back_read_each_previous_output() {
     let Some(gpu) = gpu_or_skip() else { return };
@@ -384,7 +385,7 @@ fn decode_layers_queued_back_to_back_read_each_previous_output() {
     for (nm, l) in [((4, 32), 32), ((16, 32), 32), ((8, 32), 1)] {
         let nm = NmPattern::new(nm.0, nm.1).unwrap();
         for m_s in [1, 4] {
-            for (split_k, stages) in [(1, 1), (3, 1), (1, 2), (3, 2)] {
+            for (split_k, stages) in [(1, 1), (3, 1), (1, 2), (3, 2), (1, 3), (3, 3)] {
                 let base = KernelConfig::decode(ALayout::RowMajor, m_s, (64, 8, 4, 8), nm, l);
                 configs.push(KernelConfig {
                     split_k,

@@ -257,7 +257,7 @@ pub struct KernelConfig {
     /// Load only the A columns a tile needs (col_info) instead of the whole k_s window.
     pub packing: bool,
     /// Depth of the cp.async ring of shared-memory buffers (2..=4); in the decode families,
-    /// the steps of B' and D rows a warp holds in registers (1 or 2).
+    /// how a warp streams its steps of B' and D rows (`validate::DECODE_STAGES`).
     pub stages: u32,
     /// Blocks per SM the compiler must leave room for (`__launch_bounds__`' second
     /// argument): caps registers per thread at 64K / (min_blocks · threads).

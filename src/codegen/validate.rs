@@ -48,9 +48,11 @@ pub const DECODE_MAX_COLUMNS: u32 = 128;
 pub const DECODE_MAX_UNROLL: u32 = 16;
 /// Decode family: warps per block, at most.
 pub const DECODE_MAX_WARPS: u32 = 32;
-/// Decode family: steps of B' and D rows a warp holds in registers (`stages`, cp1 or cp2):
-/// one, or two with the next step's loads issued before this step's FMAs.
-pub const DECODE_STAGES: [u32; 2] = [1, 2];
+/// Decode families: how a warp streams its steps of B' and D rows (`stages`, the templates'
+/// `stream_rows`): cp1 one step at a time; cp2 two, the next step's loads issued before this
+/// step's FMAs; cp3 one at a time, but the first two steps' loads issued before the wait for
+/// the previous grid.
+pub const DECODE_STAGES: [u32; 3] = [1, 2, 3];
 
 /// Element-wise family: rows of C per lane (m_t), one or two 16-byte A loads per column.
 pub const EW_LANE_ROWS: [u32; 2] = [4, 8];
@@ -536,7 +538,7 @@ fn decode_rules(cfg: &KernelConfig) -> Rule {
         !cfg.packing && DECODE_STAGES.contains(&cfg.stages) && cfg.min_blocks == 1,
         || {
             format!(
-                "decode kernels have no packing, {DECODE_STAGES:?} stages (cp1, cp2) and min_blocks 1"
+                "decode kernels have no packing, {DECODE_STAGES:?} stages (cp1 to cp3) and min_blocks 1"
             )
         },
     )?;

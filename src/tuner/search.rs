@@ -119,6 +119,37 @@ pub fn with_row_chunks(
     picked
 }
 
+/// Decode candidates whose twins in the other pipelines ([`validate::DECODE_STAGES`]) the
+/// warm strategy times too: which pipeline wins depends on the layer (docs/perf-log.md,
+/// sessions 17 and 24), and the earlier winners of a problem are mostly one pipeline's.
+pub const PIPELINE_TWINS_TOP: usize = 2;
+
+/// `picked` followed by the valid twins in the other decode pipelines of its first
+/// [`PIPELINE_TWINS_TOP`] decode configurations.
+pub fn with_pipeline_twins(
+    mut picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts: Vec<KernelConfig> = picked
+        .iter()
+        .filter(|cfg| cfg.a_copy.is_direct())
+        .take(PIPELINE_TWINS_TOP)
+        .copied()
+        .collect();
+    for cfg in firsts {
+        for stages in validate::DECODE_STAGES {
+            let twin = KernelConfig { stages, ..cfg };
+            let valid = validate::validate(&twin, gpu).is_ok()
+                && validate::validate_for_problem(&twin, problem).is_ok();
+            if valid && !picked.contains(&twin) {
+                picked.push(twin);
+            }
+        }
+    }
+    picked
+}
+
 /// The pruned strategy's candidates from `space` (whole-tile configurations).
 fn pruned_candidates(
     space: Vec<KernelConfig>,
@@ -208,12 +239,19 @@ fn decode_candidates(
     for shape in DECODE_SEEDS {
         for seed in with_splits(table_one::decode_config(problem, shape), problem, gpu) {
             picked.push(seed);
-            // Its register double-buffered twin (cp2): faster where few warps share an SM,
-            // slower where its registers cost a block per SM (docs/perf-log.md, session 17).
-            // Twins that spill are rejected by ptxas's report before timing.
-            let twin = KernelConfig { stages: 2, ..seed };
-            if seed_allowed(&twin, problem, gpu) {
-                picked.push(twin);
+            // Its twins in the other pipelines: register double buffering (cp2) is faster where
+            // few warps share an SM, slower where its registers cost a block per SM
+            // (docs/perf-log.md, session 17); two steps before the wait (cp3) pays on layers
+            // whose grid is short next to the previous layer's drain (session 24). Twins that
+            // spill are rejected by ptxas's report before timing.
+            for stages in validate::DECODE_STAGES
+                .into_iter()
+                .filter(|&s| s != seed.stages)
+            {
+                let twin = KernelConfig { stages, ..seed };
+                if seed_allowed(&twin, problem, gpu) {
+                    picked.push(twin);
+                }
             }
         }
     }
