@@ -1037,8 +1037,9 @@ fn decode_configurations_are_named_validated_and_sized() {
         ..cfg
     })
     .contains("one column group"));
-    assert!(reason(KernelConfig { stages: 3, ..cfg }).contains("stages (cp1, cp2)"));
+    assert!(reason(KernelConfig { stages: 4, ..cfg }).contains("stages (cp1 to cp3)"));
     validate(&KernelConfig { stages: 2, ..cfg }, &h100()).unwrap();
+    validate(&KernelConfig { stages: 3, ..cfg }, &h100()).unwrap();
     assert!(reason(KernelConfig {
         warp: WarpLayout::new(8, 4),
         ..cfg

@@ -737,10 +737,11 @@ fn opening_a_schema_1_database_for_writing_upgrades_it_and_keeps_every_row() {
     assert_eq!(with_copy, [&refreshed]);
 }
 
-/// A copy of a committed database written at schema 2 (before the element type).
+/// A copy of a database written at schema 2 (before the element type): the committed
+/// `tuning-db/h100-ew.sqlite` as it was until session 25 re-tuned it (which upgraded it).
 fn committed_schema_2_copy(dir: &tempfile::TempDir) -> std::path::PathBuf {
     let path = dir.path().join("h100-ew.sqlite");
-    std::fs::copy("tuning-db/h100-ew.sqlite", &path).unwrap();
+    std::fs::copy("tests/fixtures/schema2-h100-ew.sqlite", &path).unwrap();
     path
 }
 
