@@ -96,27 +96,14 @@ pub const CHUNKED_TOP: usize = 3;
 /// `picked` followed by the valid row-chunk variants of its first [`CHUNKED_TOP`]
 /// whole-tile configurations.
 pub fn with_row_chunks(
-    mut picked: Vec<KernelConfig>,
+    picked: Vec<KernelConfig>,
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    let firsts: Vec<KernelConfig> = picked
-        .iter()
-        .filter(|cfg| cfg.row_chunk == 0)
-        .take(CHUNKED_TOP)
-        .copied()
-        .collect();
-    for cfg in firsts {
-        for row_chunk in validate::ROW_CHUNKS {
-            let variant = KernelConfig { row_chunk, ..cfg };
-            let valid = validate::validate(&variant, gpu).is_ok()
-                && validate::validate_for_problem(&variant, problem).is_ok();
-            if valid && !picked.contains(&variant) {
-                picked.push(variant);
-            }
-        }
-    }
-    picked
+    let firsts = |cfg: &KernelConfig| cfg.row_chunk == 0;
+    with_variants(picked, problem, gpu, (firsts, CHUNKED_TOP), |cfg| {
+        validate::ROW_CHUNKS.map(|row_chunk| KernelConfig { row_chunk, ..cfg })
+    })
 }
 
 /// Decode candidates whose twins in the other pipelines ([`validate::DECODE_STAGES`]) the
@@ -127,24 +114,36 @@ pub const PIPELINE_TWINS_TOP: usize = 2;
 /// `picked` followed by the valid twins in the other decode pipelines of its first
 /// [`PIPELINE_TWINS_TOP`] decode configurations.
 pub fn with_pipeline_twins(
-    mut picked: Vec<KernelConfig>,
+    picked: Vec<KernelConfig>,
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
+    let firsts = |cfg: &KernelConfig| cfg.a_copy.is_direct();
+    with_variants(picked, problem, gpu, (firsts, PIPELINE_TWINS_TOP), |cfg| {
+        validate::DECODE_STAGES.map(|stages| KernelConfig { stages, ..cfg })
+    })
+}
+
+/// `picked` followed by the variants `vary` makes of its first `top` configurations that
+/// `first` accepts, those valid for `problem` on `gpu` and not yet picked, in order.
+fn with_variants<const V: usize>(
+    mut picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+    (first, top): (impl Fn(&KernelConfig) -> bool, usize),
+    vary: impl Fn(KernelConfig) -> [KernelConfig; V],
+) -> Vec<KernelConfig> {
     let firsts: Vec<KernelConfig> = picked
         .iter()
-        .filter(|cfg| cfg.a_copy.is_direct())
-        .take(PIPELINE_TWINS_TOP)
+        .filter(|c| first(c))
+        .take(top)
         .copied()
         .collect();
-    for cfg in firsts {
-        for stages in validate::DECODE_STAGES {
-            let twin = KernelConfig { stages, ..cfg };
-            let valid = validate::validate(&twin, gpu).is_ok()
-                && validate::validate_for_problem(&twin, problem).is_ok();
-            if valid && !picked.contains(&twin) {
-                picked.push(twin);
-            }
+    for variant in firsts.into_iter().flat_map(vary) {
+        let valid = validate::validate(&variant, gpu).is_ok()
+            && validate::validate_for_problem(&variant, problem).is_ok();
+        if valid && !picked.contains(&variant) {
+            picked.push(variant);
         }
     }
     picked
