@@ -1022,11 +1022,25 @@ fn decode_configurations_are_named_validated_and_sized() {
         other => panic!("{} should be rejected, got {other:?}", c.name()),
     };
     assert!(reason(KernelConfig {
-        m_s: 8,
-        m_t: 8,
+        m_s: 16,
+        m_t: 16,
         ..cfg
     })
     .contains("1, 2 or 4 rows"));
+    // Blocks of 8 rows: the vector-wise family only, one float4 of B' per lane and row.
+    let wide = KernelConfig {
+        m_s: 8,
+        m_t: 8,
+        ..cfg
+    };
+    validate(&wide, &h100()).unwrap();
+    assert!(reason(KernelConfig { n_t: 8, ..wide }).contains("n_t = 4 columns"));
+    let ew_wide = KernelConfig {
+        a_copy: ACopy::EwDirectRow,
+        l: 1,
+        ..wide
+    };
+    assert!(reason(ew_wide).contains("1, 2 or 4 rows"));
     assert!(reason(KernelConfig { m_t: 1, ..cfg }).contains("m_t"));
     assert!(reason(KernelConfig { n_t: 16, ..cfg }).contains("n_t = 4 or 8"));
     assert!(reason(KernelConfig { n_s: 48, ..cfg }).contains("divide a warp"));

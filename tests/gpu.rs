@@ -77,13 +77,14 @@ fn config(
     }
 }
 
-/// Decode-family configurations of one pattern: every rows-per-block value, narrow and wide
+/// Decode-family configurations of one pattern: every rows-per-block value (8 only in the
+/// vector-wise family, with n_t = 4: the callers keep the valid ones), narrow and wide
 /// blocks, one and two loads per lane, an odd unroll, one warp and many, split-K, every
 /// pipeline (`validate::DECODE_STAGES`).
 fn decode_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
     let mut out = Vec::new();
     for layout in ALayout::ALL {
-        for m_s in [1, 2, 4] {
+        for m_s in [1, 2, 4, 8] {
             for shape in [(32, 4, 3, 1), (64, 8, 4, 8), (128, 4, 8, 16)] {
                 for (split_k, stages) in [(1, 1), (3, 1), (1, 2), (3, 2), (1, 3), (3, 3)] {
                     let base = KernelConfig::decode(layout, m_s, shape, nm, l);

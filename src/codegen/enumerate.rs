@@ -35,7 +35,7 @@ pub const MIN_USEFUL_K_S: u32 = 16;
 pub const MAX_K_S: u32 = 256;
 
 /// Decode family: rows of C per block.
-pub const DECODE_ROWS: [u32; 3] = [1, 2, 4];
+pub const DECODE_ROWS: [u32; 4] = [1, 2, 4, 8];
 /// Decode family: columns per block.
 pub const DECODE_BLOCK_COLUMNS: [u32; 3] = [32, 64, 128];
 /// Decode family: B' rows per lane in flight.

@@ -37,8 +37,14 @@ pub const MAX_INDEX_REGISTERS: u32 = 64;
 /// Registers a thread needs beyond its tiles, fragments and indices: addresses, counters.
 const REGISTER_OVERHEAD: u32 = 24;
 
-/// Decode family: rows of C per block (m_s), at most.
+/// Decode family: rows of C per block (m_s), at most, with two 16-byte loads of a B' row per
+/// lane; up to m = this many rows the tuner times only the decode family (and the paper's
+/// Table I seeds).
 pub const DECODE_MAX_ROWS: u32 = 4;
+/// The vector-wise decode family's blocks of 8 rows, whose lanes load one 16-byte B' segment
+/// per row (n_t = 4): as many sums per lane as 4 rows with two, so that m = 5 … 8 reads the
+/// weight once instead of twice (docs/perf-log.md, session 26).
+pub const DECODE_WIDE_ROWS: u32 = 8;
 /// Decode family: columns per lane (n_t), one or two 16-byte loads of a B' row.
 pub const DECODE_LANE_COLUMNS: [u32; 2] = [4, 8];
 /// Decode family: columns per block (n_s), at most; a row segment of n_s/n_t lanes must
@@ -496,11 +502,15 @@ fn register_rules(cfg: &KernelConfig) -> Rule {
 fn decode_rules(cfg: &KernelConfig) -> Rule {
     NmPattern::new(cfg.nm.n, cfg.nm.m).map_err(|e| e.to_string())?;
     let (m_s, n_s, n_t, k_s, l) = (cfg.m_s, cfg.n_s, cfg.n_t, cfg.k_s, cfg.l);
-    rule(matches!(m_s, 1 | 2 | 4) && cfg.m_t == m_s, || {
+    let wide = m_s == DECODE_WIDE_ROWS && cfg.family() == Family::Decode;
+    rule((matches!(m_s, 1 | 2 | 4) || wide) && cfg.m_t == m_s, || {
         format!(
-            "decode kernels take m_s = m_t = 1, 2 or 4 rows of C per block, not m_s={m_s}, m_t={}",
+            "decode kernels take m_s = m_t = 1, 2 or 4 rows of C per block ({DECODE_WIDE_ROWS} in drow and dcol), not m_s={m_s}, m_t={}",
             cfg.m_t
         )
+    })?;
+    rule(!wide || n_t == 4, || {
+        format!("{DECODE_WIDE_ROWS}-row decode blocks give a lane n_t = 4 columns, not {n_t}")
     })?;
     rule(DECODE_LANE_COLUMNS.contains(&n_t), || {
         format!("decode kernels give a lane n_t = 4 or 8 columns (16-byte loads), not {n_t}")

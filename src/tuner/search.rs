@@ -124,6 +124,32 @@ pub fn with_pipeline_twins(
     })
 }
 
+/// Vector-wise decode candidates of 4-row blocks whose 8-row variants
+/// ([`validate::DECODE_WIDE_ROWS`], one float4 of B' per lane and row) are timed too at
+/// m > 4: a block of 8 rows reads the weight once where two blocks of 4 read it twice.
+pub const WIDE_ROWS_TOP: usize = 3;
+
+/// `picked` followed by the valid 8-row variants of its first [`WIDE_ROWS_TOP`] vector-wise
+/// decode configurations of 4-row blocks (same columns per block, unroll, warps, split and
+/// pipeline; n_t = 4).
+pub fn with_wide_rows(
+    picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts =
+        |cfg: &KernelConfig| cfg.family() == Family::Decode && cfg.m_s == validate::DECODE_MAX_ROWS;
+    let rows = validate::DECODE_WIDE_ROWS;
+    with_variants(picked, problem, gpu, (firsts, WIDE_ROWS_TOP), |cfg| {
+        [KernelConfig {
+            m_s: rows,
+            m_t: rows,
+            n_t: 4,
+            ..cfg
+        }]
+    })
+}
+
 /// `picked` followed by the variants `vary` makes of its first `top` configurations that
 /// `first` accepts, those valid for `problem` on `gpu` and not yet picked, in order.
 fn with_variants<const V: usize>(
@@ -262,7 +288,7 @@ fn decode_candidates(
         .copied()
         .collect();
     picked.extend(ranked(decode, problem, gpu).into_iter().take(DECODE_TOP));
-    picked
+    with_wide_rows(picked, problem, gpu)
 }
 
 /// Element-wise block shapes timed for every element-wise problem (with the split-K factors

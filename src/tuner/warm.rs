@@ -8,12 +8,13 @@
 //! [`WARM_TOP`] fastest verified configurations of the earlier runs stored for it (any other
 //! template checksum) that this build can still run, the paper's Table I configurations
 //! (every search times them: [`table_one_seeds`]) and its default configuration (the runtime's
-//! fallback, so it stays timed), the row-chunk variants of the first few and the other decode
-//! pipelines of the first few decode configurations. A problem with no such rows gets the
+//! fallback, so it stays timed), the row-chunk variants of the first few, the 8-row variants
+//! of the first few 4-row decode configurations and the other decode pipelines of the first
+//! few decode configurations. A problem with no such rows gets the
 //! pruned candidates. It is a re-timing, not a search: after a change that moves the ranking
 //! (a new dimension, new seeds), tune with the pruned strategy.
 
-use super::search::{table_one_seeds, with_pipeline_twins, with_row_chunks};
+use super::search::{table_one_seeds, with_pipeline_twins, with_row_chunks, with_wide_rows};
 use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::GpuProfile;
@@ -56,8 +57,9 @@ fn is_earlier_timing(row: &Measurement) -> bool {
 
 /// The fastest [`WARM_TOP`] distinct configurations of `rows` that this build can run for
 /// `problem`, fastest first, then the Table I seeds and the problem's default configuration,
-/// then the row-chunk variants of the first few ([`with_row_chunks`]) and the other decode
-/// pipelines of the first few decode ones ([`with_pipeline_twins`]).
+/// then the row-chunk variants of the first few ([`with_row_chunks`]), the 8-row variants of
+/// the first few 4-row decode ones ([`with_wide_rows`]) and the other decode pipelines of the
+/// first few decode ones ([`with_pipeline_twins`]).
 fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     // Every row here has a time (`is_earlier_timing`), and a stored time is finite.
     let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
@@ -85,5 +87,6 @@ fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> V
             picked.push(cfg);
         }
     }
-    with_pipeline_twins(with_row_chunks(picked, problem, gpu), problem, gpu)
+    let picked = with_wide_rows(with_row_chunks(picked, problem, gpu), problem, gpu);
+    with_pipeline_twins(picked, problem, gpu)
 }
