@@ -34,8 +34,13 @@ pub const MIN_USEFUL_K_S: u32 = 16;
 /// Largest k_s.
 pub const MAX_K_S: u32 = 256;
 
-/// Decode family: rows of C per block.
-pub const DECODE_ROWS: [u32; 4] = [1, 2, 4, 8];
+/// Decode family: rows of C per block (the 8-row blocks in the vector-wise family only).
+pub const DECODE_ROWS: [u32; 4] = [
+    1,
+    2,
+    super::validate::DECODE_MAX_ROWS,
+    super::validate::DECODE_WIDE_ROWS,
+];
 /// Decode family: columns per block.
 pub const DECODE_BLOCK_COLUMNS: [u32; 3] = [32, 64, 128];
 /// Decode family: B' rows per lane in flight.
