@@ -90,6 +90,7 @@ fn prepare(c: &mut Criterion) {
         min_blocks: 1,
         split_k: 1,
         row_chunk: 0,
+        stream_k: false,
     };
     let mut group = c.benchmark_group("prepare");
     group.sample_size(10);

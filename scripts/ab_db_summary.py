@@ -44,7 +44,7 @@ def geomean(values):
 
 
 def split_of(kernel):
-    return int(re.search(r"_sk(\d+)(?:_rc\d+)?$", kernel).group(1))
+    return int(re.search(r"_sk(\d+)(?:_rc\d+)?(?:_streamk)?$", kernel).group(1))
 
 
 def main():

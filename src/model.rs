@@ -477,6 +477,7 @@ mod tests {
             min_blocks: 1,
             split_k: 1,
             row_chunk: 0,
+            stream_k: false,
         }
     }
 

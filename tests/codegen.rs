@@ -7,9 +7,9 @@ mod common;
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome};
 use nmtune::codegen::validate::{validate_structure, CopyMaps};
 use nmtune::codegen::{
-    compile_key, compile_set, estimated_registers, family_checksum, nvrtc_available, render,
-    search_space, templates_checksum, validate, validate_for_problem, ACopy, CodegenError, Family,
-    KernelConfig, WarpLayout,
+    compile_key, compile_set, estimated_registers, family_checksum, kernel_checksum,
+    nvrtc_available, render, search_space, templates_checksum, validate, validate_for_problem,
+    ACopy, CodegenError, Family, KernelConfig, WarpLayout,
 };
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, NmPattern, Problem};
@@ -40,6 +40,7 @@ fn base() -> KernelConfig {
         min_blocks: 1,
         split_k: 1,
         row_chunk: 0,
+        stream_k: false,
     }
 }
 
@@ -206,6 +207,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
         (
             KernelConfig {
                 row_chunk: 8,
+                stream_k: false,
                 k_s: 32,
                 ..b
             },
@@ -214,6 +216,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
         (
             KernelConfig {
                 row_chunk: 4,
+                stream_k: false,
                 nm: nm(32, 32),
                 k_s: 32,
                 ..b
@@ -223,6 +226,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
         (
             KernelConfig {
                 row_chunk: 4,
+                stream_k: false,
                 a_copy: ACopy::Row16,
                 ..b
             },
@@ -450,6 +454,45 @@ fn render_refuses_structurally_invalid_configurations() {
 }
 
 #[test]
+fn stream_k_configurations_are_named_rendered_and_kept_apart() {
+    let dp = base();
+    let sk = KernelConfig {
+        stream_k: true,
+        ..dp
+    };
+    assert!(sk.name().ends_with("_sk1_streamk"), "{}", sk.name());
+    assert_eq!(KernelConfig::parse_name(&sk.name()), Some(sk));
+    assert_eq!(KernelConfig::parse_name(&dp.name()), Some(dp));
+    let chunked = KernelConfig { row_chunk: 4, ..sk };
+    assert!(chunked.name().ends_with("_sk1_rc4_streamk"));
+    assert_eq!(KernelConfig::parse_name(&chunked.name()), Some(chunked));
+    validate(&sk, &h100()).unwrap();
+    assert!(
+        reason_of(validate_structure(&KernelConfig { split_k: 3, ..sk }))
+            .contains("split_k must be 1")
+    );
+    let decode_sk = KernelConfig {
+        stream_k: true,
+        ..decode(4, ACopy::DirectRow)
+    };
+    assert!(reason_of(validate_structure(&decode_sk)).contains("tiled family only"));
+    // Its module: the data-parallel kernel and the reduction as before, and the stream-K
+    // entry, which launches start.
+    let src = render(&sk).unwrap();
+    let base_name = compile_key(&sk).name();
+    assert_eq!(src.name, format!("{base_name}_stream"));
+    for symbol in [&src.name, &base_name, &format!("{base_name}_reduce")] {
+        assert!(src.source.contains(&format!("\n{symbol}(")), "{symbol}");
+    }
+    // Adding the schedule leaves the data-parallel kernels' rows current.
+    assert_eq!(kernel_checksum(&dp), family_checksum(Family::Tiled));
+    assert_ne!(kernel_checksum(&sk), kernel_checksum(&dp));
+    let problem = |m| Problem::new(m, 4096, 4096, nm(8, 32), 32).unwrap();
+    validate_for_problem(&sk, &problem(256)).unwrap();
+    assert!(reason_of(validate_for_problem(&sk, &problem(8))).contains("above decode size"));
+}
+
+#[test]
 fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     let problem = |m| Problem::new(m, 4096, 4096, nm(8, 32), 32).unwrap();
     let (large, decode) = (
@@ -462,9 +505,13 @@ fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     }
     assert_eq!(large, templates_checksum(&problem(4096)));
     assert_eq!(decode, templates_checksum(&problem(16)));
-    // Above m = 16 only the tiled family serves: the decode template is not in the sum, so
-    // a change to it leaves those rows valid.
-    assert_eq!(large, family_checksum(Family::Tiled));
+    // Above m = 16 only the tiled family serves (with its stream-K schedule): the decode
+    // template is not in the sum, so a change to it leaves those rows valid.
+    let stream = KernelConfig {
+        stream_k: true,
+        ..base()
+    };
+    assert_eq!(large, kernel_checksum(&stream));
     assert_ne!(large, decode);
     assert_ne!(decode, family_checksum(Family::Decode));
 }
@@ -1000,6 +1047,7 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         min_blocks: 1,
         split_k: 1,
         row_chunk: 0,
+        stream_k: false,
     }
 }
 

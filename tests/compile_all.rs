@@ -16,7 +16,9 @@
 mod common;
 
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome, CompiledKernel};
-use nmtune::codegen::{compile_set, nvrtc_version, render, ACopy, Family, KernelConfig};
+use nmtune::codegen::{
+    compile_key, compile_set, nvrtc_version, render, ACopy, Family, KernelConfig,
+};
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, NmPattern};
 use rayon::prelude::*;
@@ -42,6 +44,8 @@ const PATTERNS: [(u32, u32, u32); 10] = [
 const PRIMARY_ARCH: &str = "sm_90";
 const SECONDARY_ARCHS: [&str; 2] = ["sm_80", "sm_89"];
 const PRIMARY_PER_STRATUM: usize = 1;
+/// One stream-K variant per this many sampled tiled kernels of a pattern.
+const STREAM_K_EVERY: usize = 8;
 
 struct Job {
     pattern: String,
@@ -83,7 +87,7 @@ fn every_sampled_kernel_compiles_for_every_architecture() {
             let result = render(&job.cfg).map_err(|e| e.to_string()).and_then(|src| {
                 let compiled = compile_cached_with_outcome(&src, job.arch, &cache_dir)
                     .map_err(|e| e.to_string())?;
-                check_module(&compiled.0, &src.name)?;
+                check_module(&compiled.0, &src.name, &compile_key(&job.cfg).name())?;
                 Ok(compiled)
             });
             Outcome {
@@ -118,12 +122,13 @@ fn every_sampled_kernel_compiles_for_every_architecture() {
     );
 }
 
-/// Both entry points exist and ptxas reported the main kernel's registers.
-fn check_module(kernel: &CompiledKernel, name: &str) -> Result<(), String> {
+/// The launched entry point (`name`) and the reduction (`<base>_reduce`) exist and ptxas
+/// reported the launched kernel's registers.
+fn check_module(kernel: &CompiledKernel, name: &str, base: &str) -> Result<(), String> {
     if kernel.cubin.is_empty() {
         return Err("empty cubin".into());
     }
-    for symbol in [name.to_string(), format!("{name}_reduce")] {
+    for symbol in [name.to_string(), format!("{base}_reduce")] {
         if !kernel
             .log
             .contains(&format!("Compiling entry function '{symbol}'"))
@@ -161,7 +166,18 @@ fn plan_jobs(full: bool) -> Vec<Job> {
         } else {
             sample(&kernels)
         };
-        for cfg in primary {
+        // The stream-K entry of every STREAM_K_EVERY-th sampled tiled kernel (its module holds
+        // the data-parallel kernel too).
+        let stream_k = primary
+            .iter()
+            .filter(|c| c.family() == Family::Tiled && c.split_k == 1)
+            .step_by(STREAM_K_EVERY)
+            .map(|c| KernelConfig {
+                stream_k: true,
+                ..*c
+            })
+            .collect::<Vec<_>>();
+        for cfg in primary.into_iter().chain(stream_k) {
             jobs.push(Job {
                 pattern: pattern.clone(),
                 cfg,

@@ -10,8 +10,8 @@ use common::{nmtune, one_line_error, report_json};
 use nmtune::codegen::nvrtc::compile_cached;
 use nmtune::codegen::validate::{m_multiple, validate_structure};
 use nmtune::codegen::{
-    family_checksum, render, search_space, templates_checksum, validate, validate_for_problem,
-    ACopy, CodegenError, EwShape, Family, KernelConfig,
+    family_checksum, kernel_checksum, render, search_space, templates_checksum, validate,
+    validate_for_problem, ACopy, CodegenError, EwShape, Family, KernelConfig,
 };
 use nmtune::format::MinBytes;
 use nmtune::gpu_profile::GpuProfile;
@@ -89,10 +89,15 @@ fn element_wise_problems_are_served_by_the_element_wise_families_alone() {
         Family::serving(&vector(4)),
         &[Family::Tiled, Family::Decode]
     );
-    assert_eq!(
-        templates_checksum(&vector(256)),
-        family_checksum(Family::Tiled)
-    );
+    // Above decode size the key is the tiled family's templates with its stream-K schedule;
+    // a data-parallel row stays current by its kernel's own checksum, the family's.
+    let default = table_one::default_config(&vector(256), &h100()).unwrap();
+    let stream = KernelConfig {
+        stream_k: true,
+        ..default
+    };
+    assert_eq!(templates_checksum(&vector(256)), kernel_checksum(&stream));
+    assert_eq!(kernel_checksum(&default), family_checksum(Family::Tiled));
     for other in [vector(256), vector(4)] {
         assert_ne!(templates_checksum(&other), family_checksum(Family::Ew));
     }

@@ -943,6 +943,7 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
                     min_blocks,
                     split_k,
                     row_chunk: 0,
+                    stream_k: false,
                 }
             },
         )

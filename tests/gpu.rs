@@ -9,7 +9,7 @@
 use nmtune::codegen::{compile_key, validate, ACopy, EwShape, KernelConfig, WarpLayout};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
-use nmtune::kernels::{IndexOperand, LaunchBuffers, LoadedKernel};
+use nmtune::kernels::{IndexOperand, LaunchBuffers, LoadedKernel, Workspace};
 use nmtune::problem::{ALayout, NmPattern};
 use nmtune::reference;
 use nmtune::tuner::build::{build_all, BuildResult};
@@ -74,6 +74,7 @@ fn config(
         min_blocks,
         split_k,
         row_chunk: 0,
+        stream_k: false,
     }
 }
 
@@ -155,9 +156,7 @@ fn launch(
         }
     };
     let mut c_dev = gpu.upload(c0).unwrap();
-    let mut ws = gpu
-        .alloc(kernel.workspace_len(shape.0, shape.1, shape.2).max(1))
-        .unwrap();
+    let mut ws = Workspace::for_launch(&gpu.stream, kernel, shape).unwrap();
     let bufs = LaunchBuffers {
         a: &a_dev,
         b_values: &b_dev,
@@ -188,6 +187,9 @@ fn load_built(
 
 const BOUND: f64 = 1e-5;
 
+/// Stream-K workers of the tests' kernels (the GPU would hold far more than their few tiles).
+const STREAM_WORKERS: usize = 3;
+
 #[test]
 fn every_template_family_matches_the_cpu_reference() {
     let Some(gpu) = gpu_or_skip() else { return };
@@ -217,6 +219,15 @@ fn every_template_family_matches_the_cpu_reference() {
                                     configs.push(cfg);
                                 }
                             }
+                            // The stream-K schedule of one ring and block shape per path.
+                            let stream = KernelConfig {
+                                stream_k: true,
+                                ..cfg
+                            };
+                            let sampled = stages == 2 && matches!(shape, Shape::Medium);
+                            if sampled && validate::validate(&stream, gpu.profile()).is_ok() {
+                                configs.push(stream);
+                            }
                         }
                     }
                 }
@@ -233,9 +244,12 @@ fn every_template_family_matches_the_cpu_reference() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for cfg in &configs {
-        let Some(kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
+        let Some(mut kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
             continue;
         };
+        // Three stream-K workers: the shapes below then have tiles split at a worker's start
+        // and at its end, beside whole tiles and data-parallel blocks.
+        kernel.set_stream_workers(STREAM_WORKERS);
         // m off the tile (a multiple of 4 where a column-major A is copied, as the
         // transposing path's copy is), k off k_s, n off n_s.
         let m_off = match cfg.a_layout() {
@@ -372,13 +386,16 @@ fn the_element_wise_family_matches_the_cpu_reference() {
 
 /// The decode families launch as programmatic dependents of the kernel before them (sm_90+)
 /// and prefetch their weight before they wait for it: a chain of layers queued back to back,
-/// each reading the previous one's output as its A and all sharing one split-K workspace,
-/// must still match the CPU reference layer by layer. Square layers, row-major A (the
-/// output of one layer is the next one's row-major A), both decode families, split-K 1 and 3
-/// (the decode reduction lets the next layer launch at its start), every pipeline (cp3 loads
-/// two steps before it waits).
+/// each reading the previous one's output as its A, must still match the CPU reference layer
+/// by layer. Square layers, row-major A (the output of one layer is the next one's row-major
+/// A), both decode families, split-K 1 and 3 (the decode reduction lets the next layer launch
+/// at its start), every pipeline (cp3 loads two steps before it waits). Every chain shares
+/// one workspace, as a runtime layer's kernels do: tiled kernels that split k write their
+/// partial sums into it, and a tiled stream-K kernel (5 workers: its schedule, not its
+/// speed, at this size) must find its arrival counters zero and leave them so, six launches
+/// in a row.
 #[test]
-fn decode_layers_queued_back_to_back_read_each_previous_output() {
+fn layers_queued_back_to_back_read_each_previous_output() {
     let Some(gpu) = gpu_or_skip() else { return };
     const LAYERS: usize = 6;
     const WIDTH: usize = 1024;
@@ -395,14 +412,26 @@ fn decode_layers_queued_back_to_back_read_each_previous_output() {
                 });
             }
         }
+        if l == 32 {
+            for (split_k, shape) in [(3, Shape::Medium), (2, Shape::Large), (4, Shape::Medium)] {
+                configs.push(config(nm, l, ACopy::Row4, false, 2, split_k, shape));
+            }
+            configs.push(KernelConfig {
+                stream_k: true,
+                ..config(nm, l, ACopy::Row4, false, 2, 1, Shape::Medium)
+            });
+        }
     }
     let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
     let built = build_all(&configs, &gpu.profile().arch(), &cache);
     let mut failures = Vec::new();
+    let mut ws = Workspace::new(&gpu.stream, 0, 0).unwrap();
     for (i, cfg) in configs.iter().enumerate() {
-        let Some(kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
+        let Some(mut kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
             continue;
         };
+        // 16 tiles of 32×64 over 5 workers: 10 data-parallel, 6 shared out.
+        kernel.set_stream_workers(5);
         let m = 3;
         let mut rng = SmallRng::seed_from_u64(200 + i as u64);
         let weights: Vec<CompressedWeight> = (0..LAYERS)
@@ -440,9 +469,8 @@ fn decode_layers_queued_back_to_back_read_each_previous_output() {
             })
             .collect();
         let shape = (m, WIDTH, WIDTH);
-        let mut ws = gpu
-            .alloc(kernel.workspace_len(m, WIDTH, WIDTH).max(1))
-            .unwrap();
+        gpu.synchronize().unwrap();
+        ws.grow_for(&gpu.stream, &kernel, shape).unwrap();
         for layer in 0..LAYERS {
             let (done, rest) = acts.split_at_mut(layer + 1);
             let indices = if cfg.reads_byte_indices() {
@@ -469,7 +497,7 @@ fn decode_layers_queued_back_to_back_read_each_previous_output() {
         }
     }
     eprintln!(
-        "decode chains: {} configurations × {LAYERS} layers, {} failed",
+        "layer chains: {} configurations × {LAYERS} layers, {} failed",
         configs.len(),
         failures.len()
     );

@@ -88,6 +88,7 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
         min_blocks: 1,
         split_k: 1,
         row_chunk: 0,
+        stream_k: false,
     };
     validate(&cfg, &h200()).unwrap();
     cfg
@@ -431,9 +432,7 @@ fn committed_h200_database() {
     let path = Path::new("tuning-db/h200.sqlite");
     let db = Database::open_read_only(path).unwrap();
     let rows = db.measurements(Some(GPU)).unwrap();
-    let current = rows
-        .iter()
-        .any(|m| m.template_checksum == templates_checksum(&m.problem));
+    let current = rows.iter().any(nmtune::db::is_current);
     let exact = problem(256, 2048, 2048, nm(4, 32));
     let stored = db.best_for(GPU, &exact).unwrap().unwrap();
     drop(db);
@@ -695,6 +694,7 @@ fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
         min_blocks: 1,
         split_k: 1,
         row_chunk: 0,
+        stream_k: false,
     }
 }
 

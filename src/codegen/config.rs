@@ -1,5 +1,6 @@
 //! A kernel configuration: the point of the parameter space one compiled kernel implements.
 
+use crate::gpu_profile::GpuProfile;
 use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -269,11 +270,24 @@ pub struct KernelConfig {
     /// and from the name when 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub row_chunk: u32,
+    /// Tiled family: the tiles of the last two waves shared out evenly as k-tiles among one
+    /// worker per resident block (`templates/nm_spmm_sk.cu.tera`), so that no SM idles in a
+    /// last partial wave; split_k is then 1. Absent from stored rows and from the name when
+    /// false, `_streamk` at the end of the name when true.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stream_k: bool,
 }
 
 fn is_zero(value: &u32) -> bool {
     *value == 0
 }
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// The name suffix of a stream-K configuration ([`KernelConfig::stream_k`]).
+const STREAM_K_SUFFIX: &str = "_streamk";
 
 /// The `Transposed` path's column-major copy of A starts every column on a 128-byte line:
 /// its columns are m rounded up to this many floats apart. With columns m floats apart, a
@@ -319,6 +333,7 @@ impl KernelConfig {
             min_blocks: 1,
             split_k: 1,
             row_chunk: 0,
+            stream_k: false,
         }
     }
 
@@ -343,6 +358,7 @@ impl KernelConfig {
             min_blocks: shape.min_blocks,
             split_k: 1,
             row_chunk: 0,
+            stream_k: false,
         }
     }
 
@@ -487,6 +503,46 @@ impl KernelConfig {
         }
     }
 
+    /// Whether a launch runs the `<name>_reduce` kernel after the main one (split-K).
+    pub fn launches_reduce(&self) -> bool {
+        self.split_k > 1
+    }
+
+    /// Block tiles of an m×n C.
+    pub fn tiles(&self, m: usize, n: usize) -> usize {
+        m.div_ceil(self.m_s as usize) * n.div_ceil(self.n_s as usize)
+    }
+
+    /// Arrival counters (u32, zero before and after every launch) a launch on an m×n C
+    /// needs: one per tile for a stream-K schedule (the second of a split tile's two workers
+    /// adds their sums up), none otherwise.
+    pub fn counters(&self, m: usize, n: usize) -> usize {
+        if self.stream_k {
+            self.tiles(m, n)
+        } else {
+            0
+        }
+    }
+
+    /// Workspace floats of a stream-K schedule's `workers` workers: two tile-sized slots
+    /// each (the partial sums of its first and its last tile); none otherwise.
+    pub fn stream_floats(&self, workers: usize) -> usize {
+        if self.stream_k {
+            2 * workers * (self.m_s as usize) * (self.n_s as usize)
+        } else {
+            0
+        }
+    }
+
+    /// The most stream-K workers (resident blocks) `gpu` can hold of this configuration,
+    /// whatever its registers: the bound the tuner sizes a shared workspace by.
+    pub fn stream_workers_at_most(&self, gpu: &GpuProfile) -> usize {
+        let by_threads = gpu.max_threads_per_sm / self.threads().max(1);
+        let by_smem = gpu.smem_per_sm / self.smem_bytes().max(1);
+        let per_sm = by_threads.min(by_smem).min(gpu.max_blocks_per_sm).max(1);
+        gpu.sm_count as usize * per_sm as usize
+    }
+
     /// Kernel name that spells the configuration, e.g.
     /// `nm_spmm_f32_acol16_ms64_ns128_ks32_mt8_nt8_w8x4_n8m32l32_pack_cp3_mb2_sk1`, with
     /// `_rc4` appended for a row chunk of 4.
@@ -496,8 +552,9 @@ impl KernelConfig {
         } else {
             format!("_rc{}", self.row_chunk)
         };
+        let schedule = if self.stream_k { STREAM_K_SUFFIX } else { "" };
         format!(
-            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}",
+            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}",
             self.a_copy.token(),
             self.m_s,
             self.n_s,
@@ -513,7 +570,8 @@ impl KernelConfig {
             self.stages,
             self.min_blocks,
             self.split_k,
-            chunk
+            chunk,
+            schedule
         )
     }
 
@@ -525,6 +583,10 @@ impl KernelConfig {
 
     fn parse_name_loosely(name: &str) -> Option<Self> {
         let rest = name.strip_prefix("nm_spmm_f32_")?;
+        let (rest, stream_k) = match rest.strip_suffix(STREAM_K_SUFFIX) {
+            Some(rest) => (rest, true),
+            None => (rest, false),
+        };
         let parts: Vec<&str> = rest.split('_').collect();
         let (row_chunk, parts) = match parts[..] {
             [ref head @ .., last] if last.starts_with("rc") => {
@@ -561,6 +623,7 @@ impl KernelConfig {
             min_blocks: num(mb, "mb")?,
             split_k: num(sk, "sk")?,
             row_chunk,
+            stream_k,
         })
     }
 }
@@ -586,6 +649,8 @@ struct StoredConfig {
     split_k: u32,
     #[serde(default)]
     row_chunk: u32,
+    #[serde(default)]
+    stream_k: bool,
 }
 
 impl From<StoredConfig> for KernelConfig {
@@ -612,6 +677,7 @@ impl From<StoredConfig> for KernelConfig {
             min_blocks: s.min_blocks.unwrap_or(1),
             split_k: s.split_k,
             row_chunk: s.row_chunk,
+            stream_k: s.stream_k,
         }
     }
 }
@@ -688,6 +754,7 @@ mod tests {
             min_blocks: 2,
             split_k: 1,
             row_chunk: 0,
+            stream_k: false,
         };
         assert_eq!(
             cfg.name(),
@@ -716,6 +783,7 @@ mod tests {
         assert_eq!(whole.row_chunk, 0);
         let chunked = KernelConfig {
             row_chunk: 4,
+            stream_k: false,
             ..whole
         };
         assert_eq!(

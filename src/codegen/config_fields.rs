@@ -29,6 +29,8 @@ pub struct ConfigFields {
     /// Compressed rows per pass of the tiled family's rolled inner loop; 0: each tile
     /// unrolled whole.
     pub row_chunk: u32,
+    /// Whether the tiles of the last two waves are shared out stream-K.
+    pub stream_k: bool,
 }
 
 impl From<&KernelConfig> for ConfigFields {
@@ -48,6 +50,7 @@ impl From<&KernelConfig> for ConfigFields {
             min_blocks: c.min_blocks,
             split_k: c.split_k,
             row_chunk: c.row_chunk,
+            stream_k: c.stream_k,
         }
     }
 }

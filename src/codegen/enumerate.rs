@@ -146,6 +146,7 @@ fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
                                             min_blocks,
                                             split_k: 1,
                                             row_chunk: 0,
+                                            stream_k: false,
                                         });
                                     }
                                 }

@@ -2,10 +2,11 @@
 //!
 //! # Kernel ABI (the contract with `tuner` and `runtime`)
 //!
-//! Each rendered module defines, for configuration `cfg`, the entry points named by its
-//! [`render::KernelSource`]: `<name>` = `render::compile_key(cfg).name()` (split_k is a
-//! run-time value, `gridDim.z`, so configurations that differ only in split_k share one
-//! module and their symbols carry `_sk1`), and `<name>_reduce` (always present):
+//! Each rendered module defines, for configuration `cfg`, the entry points named after
+//! `<name>` = `render::compile_key(cfg).name()` (split_k is a run-time value, `gridDim.z`, so
+//! configurations that differ only in split_k share one module and their symbols carry
+//! `_sk1`): `<name>` and `<name>_reduce`, and for a stream-K configuration also
+//! `<name>_stream`, the kernel its launches start ([`render::KernelSource::name`]):
 //!
 //! ```text
 //! extern "C" __global__ void <name>(
@@ -24,6 +25,17 @@
 //! extern "C" __global__ void <name>_reduce(   // launched only when split_k > 1
 //!     const float* workspace, float* C, int m, int n, int split_k, float alpha, float beta)
 //! grid = (ceil(m·n / 4 / 256), 1, 1), block = (256, 1, 1), no shared memory.
+//!
+//! extern "C" __global__ void <name>_stream(   // stream-K (tiled family, split_k = 1)
+//!     const float* A, const float* B, const int* D, const int* col_info,
+//!     const int* col_count, float* C,
+//!     float*       workspace,  // 2·P·m_s·n_s floats: each worker's two partial tiles
+//!     unsigned*    counters,   // one per tile, zero before the launch and after it
+//!     int m, int n, int k,
+//!     int sk_tiles,            // the last sk_tiles tiles are shared out among the P workers
+//!     float alpha, float beta)
+//! grid = (T - sk_tiles + P, 1, 1) for T tiles and P workers (kernels::loaded::stream_schedule),
+//! block and dynamic shared memory as `<name>`.
 //! ```
 //!
 //! Kernels that transpose A first (`atrans`, `ewtrans`) take the workspace's column-major
@@ -54,7 +66,9 @@ pub use config::{ACopy, EwShape, Family, KernelConfig, WarpLayout};
 pub use config_fields::ConfigFields;
 pub use enumerate::{compile_set, search_space};
 pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, CompiledKernel};
-pub use render::{compile_key, family_checksum, render, templates_checksum, KernelSource};
+pub use render::{
+    compile_key, family_checksum, kernel_checksum, render, templates_checksum, KernelSource,
+};
 pub use validate::{estimated_registers, validate, validate_for_problem};
 
 use thiserror::Error;

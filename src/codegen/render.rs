@@ -42,6 +42,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/nm_spmm_ew_decode.cu.tera"),
     ),
     (
+        "nm_spmm_sk.cu.tera",
+        include_str!("../../templates/nm_spmm_sk.cu.tera"),
+    ),
+    (
         "decode_common.cu.tera",
         include_str!("../../templates/decode_common.cu.tera"),
     ),
@@ -74,10 +78,11 @@ fn family_templates(family: Family) -> &'static [&'static str] {
 /// A rendered CUDA module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSource {
-    /// Symbol of the main kernel: `compile_key(cfg).name()`.
+    /// Symbol of the kernel a launch starts: `compile_key(cfg).name()`, the module's base
+    /// name, or for a stream-K configuration `<base>_stream` ([`stream_name`]).
     pub name: String,
-    /// Symbol of the split-K reduction kernel when `cfg.split_k > 1` (the module always
-    /// defines it, as `<name>_reduce`).
+    /// Symbol of the split-K reduction kernel when `cfg.split_k > 1` (every module defines
+    /// it, as `<base>_reduce`).
     pub reduce_name: Option<String>,
     /// CUDA C++ source for NVRTC.
     pub source: String,
@@ -89,11 +94,23 @@ pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
     KernelConfig { split_k: 1, ..*cfg }
 }
 
-/// Hex SHA-256 of the templates of `families`, in [`TEMPLATES`] order (each once).
-fn checksum_of(families: &[Family]) -> String {
+/// The stream-K schedule's template: a second entry kernel beside the tiled family's own,
+/// rendered for configurations with `stream_k` (and for problems above decode size).
+const STREAM_K_TEMPLATE: &str = "nm_spmm_sk.cu.tera";
+
+/// The entry symbol of a stream-K configuration's module whose base name is `base`.
+pub fn stream_name(base: &str) -> String {
+    format!("{base}_stream")
+}
+
+/// Hex SHA-256 of the templates of `families` (and the stream-K template with
+/// `stream_k`), in [`TEMPLATES`] order (each once).
+fn checksum_of(families: &[Family], stream_k: bool) -> String {
     let mut hasher = Sha256::new();
     for (name, text) in TEMPLATES {
-        if families.iter().any(|f| family_templates(*f).contains(name)) {
+        let used = families.iter().any(|f| family_templates(*f).contains(name))
+            || (stream_k && *name == STREAM_K_TEMPLATE);
+        if used {
             hasher.update(name.as_bytes());
             hasher.update([0u8]);
             hasher.update(text.as_bytes());
@@ -103,10 +120,12 @@ fn checksum_of(families: &[Family]) -> String {
     hex::encode(hasher.finalize())
 }
 
-/// The checksum of the templates that may serve `problem` ([`Family::serving`]), computed
-/// once per set. A tuning-database row is current while it matches: a change to the decode
-/// template leaves the rows of problems above m = 16 valid, and a family added for a new
-/// kind of problem (the element-wise family, for L = 1) leaves every existing row valid.
+/// The checksum of the templates that may serve `problem` ([`Family::serving`], and the
+/// stream-K schedule above decode size), computed once per set: the key of a tuning run,
+/// by which it resumes. A tuning-database row is current while it matches, or while its
+/// kernel's own templates are unchanged ([`kernel_checksum`]): a change to the decode
+/// template leaves the rows of problems above m = 16 valid, and a family or schedule added
+/// (the element-wise family for L = 1, stream-K) leaves every existing row valid.
 pub fn templates_checksum(problem: &Problem) -> &'static str {
     static LARGE_M: OnceLock<String> = OnceLock::new();
     static DECODE: OnceLock<String> = OnceLock::new();
@@ -122,7 +141,8 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     } else {
         &LARGE_M
     };
-    cell.get_or_init(|| checksum_of(families))
+    let stream_k = families.contains(&Family::Tiled) && !problem.is_decode();
+    cell.get_or_init(|| checksum_of(families, stream_k))
 }
 
 /// The checksum of one family's templates, written into every module it renders (so that
@@ -138,7 +158,19 @@ pub fn family_checksum(family: Family) -> &'static str {
         Family::Ew => &ELEMENT_WISE,
         Family::EwDecode => &ELEMENT_WISE_DECODE,
     };
-    cell.get_or_init(|| checksum_of(&[family]))
+    cell.get_or_init(|| checksum_of(&[family], false))
+}
+
+/// The checksum of the templates that render `cfg`: its family's ([`family_checksum`]), and
+/// the stream-K template for a stream-K configuration. Stored with every measurement, so a
+/// row stays current while the code it timed is still generated.
+pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
+    static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
+    if cfg.stream_k {
+        TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], true))
+    } else {
+        family_checksum(cfg.family())
+    }
 }
 
 /// Render the CUDA module of `cfg`. The configuration's structural rules are checked first
@@ -146,9 +178,14 @@ pub fn family_checksum(family: Family) -> &'static str {
 pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     validate::validate_structure(cfg)?;
     let key = compile_key(cfg);
-    let name = key.name();
-    let source = render_template(&key, &name)?;
-    let reduce_name = (cfg.split_k > 1).then(|| format!("{name}_reduce"));
+    let base = key.name();
+    let source = render_template(&key, &base)?;
+    let reduce_name = cfg.launches_reduce().then(|| format!("{base}_reduce"));
+    let name = if cfg.stream_k {
+        stream_name(&base)
+    } else {
+        base
+    };
     Ok(KernelSource {
         name,
         reduce_name,
@@ -179,14 +216,19 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
         Family::Decode | Family::EwDecode => decode_context(cfg, name),
         Family::Ew => ew_context(cfg, name),
     };
-    tera.render(family_templates(cfg.family())[0], &context)
+    let template = if cfg.stream_k {
+        STREAM_K_TEMPLATE
+    } else {
+        family_templates(cfg.family())[0]
+    };
+    tera.render(template, &context)
         .map_err(|e| CodegenError::Template(describe(&e)))
 }
 
 fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     let mut ctx = tera::Context::new();
     ctx.insert("name", name);
-    ctx.insert("checksum", family_checksum(cfg.family()));
+    ctx.insert("checksum", kernel_checksum(cfg));
     ctx.insert("a_copy", &cfg.a_copy.template_id());
     ctx.insert("transposes_a", &cfg.a_copy.transposes_a());
     ctx.insert("m_s", &cfg.m_s);
@@ -287,6 +329,7 @@ mod tests {
             min_blocks: 2,
             split_k: 4,
             row_chunk: 0,
+            stream_k: false,
         }
     }
 

@@ -104,6 +104,7 @@ pub fn validate(cfg: &KernelConfig, gpu: &GpuProfile) -> Result<(), CodegenError
 /// The rules that hold on any GPU: what the template can be rendered and compiled for.
 pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
     chunk_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
+    stream_k_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     match cfg.family() {
         Family::Tiled => tiled_rules(cfg),
         Family::Decode => pattern_rules(cfg)
@@ -185,6 +186,22 @@ pub fn row_chunk(cfg: &KernelConfig) -> u32 {
     } else {
         cfg.row_chunk
     }
+}
+
+/// A stream-K schedule shares out the tiled family's tiles: it replaces split-K.
+fn stream_k_rules(cfg: &KernelConfig) -> Rule {
+    if !cfg.stream_k {
+        return Ok(());
+    }
+    rule(cfg.family() == Family::Tiled, || {
+        "stream_k applies to the tiled family only".to_string()
+    })?;
+    rule(cfg.split_k == 1, || {
+        format!(
+            "a stream-K schedule shares out whole k-ranges: split_k must be 1, not {}",
+            cfg.split_k
+        )
+    })
 }
 
 fn chunk_rules(cfg: &KernelConfig) -> Rule {
@@ -680,6 +697,12 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     })?;
     rule(cfg.l as usize == problem.l, || {
         format!("compiled for L={}, the problem has L={}", cfg.l, problem.l)
+    })?;
+    rule(!cfg.stream_k || !problem.is_decode(), || {
+        format!(
+            "the stream-K schedule serves problems above decode size, not m = {}",
+            problem.m
+        )
     })?;
     rule(cfg.a_layout() == problem.a_layout, || {
         format!(

@@ -44,6 +44,11 @@ pub enum GpuError {
         wanted: &'static str,
         given: &'static str,
     },
+    #[error("the workspace is too small for kernel {kernel} on m×n×k = {shape:?}")]
+    WorkspaceTooSmall {
+        kernel: String,
+        shape: (usize, usize, usize),
+    },
 }
 
 pub(crate) fn driver_err(what: impl Into<String>) -> impl FnOnce(DriverError) -> GpuError {

@@ -1,6 +1,7 @@
 //! Compiled kernels loaded on the GPU, keyed by the kernel they were compiled from, and the
 //! one launch path every caller (tuner, runtime, tests) uses.
 
+use super::Workspace;
 use crate::codegen::{self, KernelConfig};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
@@ -13,7 +14,8 @@ use cudarc::nvrtc::Ptx;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// A generated kernel ready to launch: main function and, for split-K, its reduction.
+/// A generated kernel ready to launch: main function (a stream-K configuration's
+/// `<base>_stream`) and, for split-K, its reduction.
 pub struct LoadedKernel {
     pub config: KernelConfig,
     main: CudaFunction,
@@ -26,6 +28,9 @@ pub struct LoadedKernel {
     reduce: Option<CudaFunction>,
     /// The `Transposed` path's first pass.
     transpose: Option<CudaFunction>,
+    /// A stream-K configuration's workers: the blocks the GPU holds at once (SMs × the
+    /// occupancy the driver reports for this kernel); 0 otherwise.
+    stream_workers: usize,
     _module: Arc<CudaModule>,
 }
 
@@ -70,8 +75,8 @@ pub struct LaunchBuffers<'a> {
     /// D in the element type of the kernel's family (a mismatch is an error, never a launch).
     pub indices: IndexOperand<'a>,
     pub c: &'a mut CudaSlice<f32>,
-    /// At least [`LoadedKernel::workspace_len`] floats.
-    pub workspace: &'a mut CudaSlice<f32>,
+    /// Room for the launch ([`Workspace::fits`]; a launch checks).
+    pub workspace: &'a mut Workspace,
 }
 
 impl LoadedKernel {
@@ -107,31 +112,39 @@ impl LoadedKernel {
             source.name,
             config.smem_bytes()
         )))?;
-        // Every module holds `<name>_reduce`, and `Transposed` modules `<name>_transpose`
-        // (codegen ABI). The module was compiled for the split_k = 1 key (split_k is a launch
-        // parameter), so which of them a launch needs follows from `config`, not `source`.
+        // Every module holds `<base>_reduce`, and `Transposed` modules `<base>_transpose`, where
+        // `<base>` is the compile key's name (codegen ABI). The module was compiled for the
+        // split_k = 1 key (split_k is a launch parameter), so which of them a launch needs
+        // follows from `config`, not `source`.
+        let base = codegen::compile_key(&config).name();
         let function = |needed: bool, suffix: &str| -> Result<Option<CudaFunction>, GpuError> {
             if !needed {
                 return Ok(None);
             }
-            let symbol = format!("{}_{suffix}", source.name);
+            let symbol = format!("{base}_{suffix}");
             module
                 .load_function(&symbol)
                 .map(Some)
                 .map_err(driver_err(format!("loading {symbol}")))
         };
-        let reduce = function(config.split_k > 1, "reduce")?;
+        let reduce = function(config.launches_reduce(), "reduce")?;
         let (major, _) = ctx
             .compute_capability()
             .map_err(driver_err("reading the compute capability"))?;
         let programmatic = major >= PROGRAMMATIC_LAUNCH_MAJOR;
         let transpose = function(config.a_copy.transposes_a(), "transpose")?;
+        let stream_workers = if config.stream_k {
+            resident_blocks(ctx, &main, &config)?
+        } else {
+            0
+        };
         Ok(Self {
             config,
             main,
             programmatic,
             reduce,
             transpose,
+            stream_workers,
             _module: module,
         })
     }
@@ -139,7 +152,22 @@ impl LoadedKernel {
     /// Workspace floats this kernel needs for an m×k A and an m×n C
     /// ([`KernelConfig::workspace_floats`]).
     pub fn workspace_len(&self, m: usize, n: usize, k: usize) -> usize {
-        self.config.workspace_floats(m, n, k)
+        self.config.workspace_floats(m, n, k) + self.config.stream_floats(self.stream_workers)
+    }
+
+    /// Share a stream-K schedule among `workers` workers instead of the blocks the GPU holds
+    /// at once: any count gives the same result, and a handful of workers on a small
+    /// problem exercises every kind of split tile (the GPU tests). Size the workspace after
+    /// ([`LoadedKernel::workspace_len`]). No effect on other configurations.
+    pub fn set_stream_workers(&mut self, workers: usize) {
+        if self.config.stream_k {
+            self.stream_workers = workers.max(1);
+        }
+    }
+
+    /// Arrival counters this kernel needs for an m×n C ([`KernelConfig::counters`]).
+    pub fn counters_len(&self, m: usize, n: usize) -> usize {
+        self.config.counters(m, n)
     }
 
     /// Enqueue `C = alpha·A⊗(B',D) + beta·C` on the GPU's stream (asynchronous).
@@ -165,18 +193,34 @@ impl LoadedKernel {
     ) -> Result<(), GpuError> {
         let cfg = &self.config;
         check_index_operand(cfg, &bufs.indices)?;
-        let grid = LaunchConfig {
-            grid_dim: (
+        if !bufs.workspace.fits(self, (m, n, k)) {
+            return Err(GpuError::WorkspaceTooSmall {
+                kernel: cfg.name(),
+                shape: (m, n, k),
+            });
+        }
+        // A stream-K kernel's grid is one-dimensional: its data-parallel tiles, then workers.
+        let schedule = cfg
+            .stream_k
+            .then(|| stream_schedule(cfg.tiles(m, n), self.stream_workers));
+        let grid_dim = match schedule {
+            Some((_, blocks)) => (blocks as u32, 1, 1),
+            None => (
                 n.div_ceil(cfg.n_s as usize) as u32,
                 m.div_ceil(cfg.m_s as usize) as u32,
                 cfg.split_k,
             ),
+        };
+        let grid = LaunchConfig {
+            grid_dim,
             block_dim: (cfg.threads(), 1, 1),
             shared_mem_bytes: cfg.smem_bytes(),
         };
         let (m32, n32, k32) = (m as i32, n as i32, k as i32);
-        let (mut transposed, mut partials) =
-            bufs.workspace.split_at_mut(cfg.transposed_floats(m, k));
+        let (mut transposed, mut partials) = bufs
+            .workspace
+            .floats
+            .split_at_mut(cfg.transposed_floats(m, k));
         if self.programmatic && cfg.family().is_direct() {
             let args = MainArgs {
                 a: bufs.a,
@@ -216,7 +260,15 @@ impl LoadedKernel {
                 IndexOperand::Bytes(d) => main.arg(*d),
             };
             main.arg(&mut *bufs.c).arg(&mut partials);
-            main.arg(&m32).arg(&n32).arg(&k32).arg(&alpha).arg(&beta);
+            let sk_tiles = schedule.map(|(sk_tiles, _)| sk_tiles as i32);
+            if cfg.stream_k {
+                main.arg(&mut bufs.workspace.counters);
+            }
+            main.arg(&m32).arg(&n32).arg(&k32);
+            if let Some(sk_tiles) = &sk_tiles {
+                main.arg(sk_tiles);
+            }
+            main.arg(&alpha).arg(&beta);
             // SAFETY: argument list matches the kernel ABI of codegen; sizes checked by callers.
             unsafe { main.launch(grid) }
                 .map_err(driver_err(format!("launching {}", cfg.name())))?;
@@ -253,6 +305,43 @@ impl LoadedKernel {
         }
         Ok(())
     }
+}
+
+/// A stream-K launch over `tiles` tiles with `workers` workers: (tiles shared out by the
+/// workers, blocks). With at least one full wave and a partial one, the last full wave's
+/// tiles and the partial wave's go to the workers (so each worker's share is at least a
+/// tile: a tile is split between two workers at most), the others run one per block; with a
+/// whole number of waves, or fewer tiles than workers, every tile runs one per block.
+pub fn stream_schedule(tiles: usize, workers: usize) -> (usize, usize) {
+    let waves = tiles.checked_div(workers).unwrap_or(0);
+    if waves == 0 || tiles % workers == 0 {
+        return (0, tiles);
+    }
+    let data_parallel = (waves - 1) * workers;
+    (tiles - data_parallel, data_parallel + workers)
+}
+
+/// The blocks of `config`'s kernel `function` the GPU of `ctx` holds at once: SMs × the
+/// occupancy the driver reports (registers, shared memory, threads).
+fn resident_blocks(
+    ctx: &Arc<CudaContext>,
+    function: &CudaFunction,
+    config: &KernelConfig,
+) -> Result<usize, GpuError> {
+    let sms = ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(driver_err("reading the SM count"))?;
+    let per_sm = function
+        .occupancy_max_active_blocks_per_multiprocessor(
+            config.threads(),
+            config.smem_bytes() as usize,
+            None,
+        )
+        .map_err(driver_err(format!(
+            "reading the occupancy of {}",
+            config.name()
+        )))?;
+    Ok(sms.max(1) as usize * per_sm.max(1) as usize)
 }
 
 /// The element-wise families read D as bytes, the others as i32 (codegen's kernel ABI).

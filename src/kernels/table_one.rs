@@ -66,6 +66,7 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         min_blocks: 1,
         split_k: 1,
         row_chunk: 0,
+        stream_k: false,
     };
     (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
         .then_some(cfg)
@@ -183,6 +184,7 @@ pub fn why_unsupported(problem: &Problem) -> String {
         min_blocks: 1,
         split_k: 1,
         row_chunk: 0,
+        stream_k: false,
     };
     let probe = if problem.is_element_wise() {
         ew_config(problem, EW_DEFAULT_SHAPE)

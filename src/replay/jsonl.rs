@@ -305,6 +305,7 @@ mod tests {
                 min_blocks: 1,
                 split_k: 1,
                 row_chunk: 0,
+                stream_k: false,
             },
             status: Status::Ok,
             error: None,

@@ -5,7 +5,7 @@ use super::{Choice, Lookup, PreparedWeight, RuntimeError};
 use crate::codegen::{self, nvrtc, KernelConfig};
 use crate::gpu::device::{driver_err, profile_name_for};
 use crate::kernels::{upload_compressed, DeviceColInfos, DeviceIndices};
-use crate::kernels::{IndexOperand, LaunchBuffers, LoadedKernel};
+use crate::kernels::{IndexOperand, LaunchBuffers, LoadedKernel, Workspace};
 use crate::problem::{ALayout, Problem};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use std::collections::HashMap;
@@ -119,7 +119,7 @@ pub struct SparseLinear {
     /// D as its family reads it: u8 for L = 1 (the element-wise family), else i32.
     indices: DeviceIndices,
     col_infos: DeviceColInfos,
-    workspace: CudaSlice<f32>,
+    workspace: Workspace,
 }
 
 impl SparseLinear {
@@ -134,8 +134,8 @@ impl SparseLinear {
     ) -> Result<Self, RuntimeError> {
         runtime.check_context(stream.context(), "the stream")?;
         let (values, indices) = upload_compressed(stream, weight.weight())?;
-        // SAFETY: a placeholder until a split-K kernel needs a workspace; never read.
-        let workspace = unsafe { stream.alloc::<f32>(1) }.map_err(driver_err("allocating"))?;
+        // Grown on a kernel's first launch that needs more.
+        let workspace = Workspace::new(stream, 0, 0)?;
         stream
             .synchronize()
             .map_err(driver_err("uploading the weight"))?;
@@ -221,7 +221,7 @@ impl SparseLinear {
         self.check_operands(stream, a, c, m)?;
         let (k, n) = (self.weight.k(), self.weight.n());
         let kernel = self.runtime.kernel(config)?;
-        self.ensure_workspace(stream, kernel.workspace_len(m, n, k))?;
+        self.ensure_workspace(stream, &kernel, (m, n, k))?;
         let packed = match config.packing {
             true => Some(self.col_infos.prepare(
                 stream,
@@ -262,12 +262,8 @@ impl SparseLinear {
     ) -> Result<(), RuntimeError> {
         self.runtime.check_context(stream.context(), "the stream")?;
         let kernel = self.runtime.kernel(config)?;
-        let need = kernel.workspace_len(m, self.weight.n(), self.weight.k());
-        let mut changed = false;
-        if need > self.workspace.len() {
-            self.ensure_workspace(stream, need)?;
-            changed = true;
-        }
+        let shape = (m, self.weight.n(), self.weight.k());
+        let mut changed = self.ensure_workspace(stream, &kernel, shape)?;
         if config.packing && self.col_infos.get(config.k_s, config.n_s).is_none() {
             self.col_infos
                 .prepare(stream, self.weight.weight(), (config.k_s, config.n_s))?;
@@ -324,24 +320,22 @@ impl SparseLinear {
         Ok(())
     }
 
-    /// Grow the split-K workspace to `need` floats.
+    /// Grow the workspace until `kernel` fits on `shape`; whether it grew.
     fn ensure_workspace(
         &mut self,
         stream: &Arc<CudaStream>,
-        need: usize,
-    ) -> Result<(), RuntimeError> {
-        if need <= self.workspace.len() {
-            return Ok(());
+        kernel: &LoadedKernel,
+        shape: (usize, usize, usize),
+    ) -> Result<bool, RuntimeError> {
+        if self.workspace.fits(kernel, shape) {
+            return Ok(false);
         }
-        // Launches on other streams may still use the old buffer: let them finish first.
+        // Launches on other streams may still use the old buffers: let them finish first.
         self.runtime
             .ctx
             .synchronize()
             .map_err(driver_err("waiting before growing the workspace"))?;
-        // SAFETY: the main kernel writes every partial sum before the reduction reads it.
-        self.workspace =
-            unsafe { stream.alloc::<f32>(need) }.map_err(driver_err("allocating the workspace"))?;
-        Ok(())
+        Ok(self.workspace.grow_for(stream, kernel, shape)?)
     }
 }
 

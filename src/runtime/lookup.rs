@@ -539,6 +539,7 @@ mod tests {
             min_blocks: 1,
             split_k,
             row_chunk: 0,
+            stream_k: false,
         }
     }
 

@@ -86,11 +86,17 @@ impl Runner for GpuRunner {
             self.weight = Some((key, DeviceWeight::random(&self.gpu, problem, self.seed)?));
         }
         let weight = &mut self.weight.as_mut().expect("set above").1;
-        let workspace = configs
-            .iter()
-            .map(|c| c.workspace_floats(problem.m, problem.n, problem.k))
-            .max()
-            .unwrap_or(0);
+        // One workspace serves every candidate: room for the largest of each part (a stream-K
+        // kernel's workers are known once it is loaded: the most the GPU could hold).
+        let (m, n, k) = (problem.m, problem.n, problem.k);
+        let profile = self.gpu.profile();
+        let floats = |c: &KernelConfig| {
+            c.workspace_floats(m, n, k) + c.stream_floats(c.stream_workers_at_most(profile))
+        };
+        let workspace = (
+            configs.iter().map(floats).max().unwrap_or(0),
+            configs.iter().map(|c| c.counters(m, n)).max().unwrap_or(0),
+        );
         let seed = self.seed as u32 ^ problem.m as u32;
         let mut bench = Bench::new(&self.gpu, *problem, weight, workspace, seed)?;
         let cublas_us = bench.time_cublas(&self.gpu, self.plan)?.median_us;

@@ -109,10 +109,10 @@ impl<'w> Bench<'w> {
         gpu: &Gpu,
         problem: Problem,
         weight: &'w mut DeviceWeight,
-        workspace_len: usize,
+        workspace: (usize, usize),
         seed: u32,
     ) -> Result<Self, OperandError> {
-        let acts = Activations::random(gpu, &problem, workspace_len, seed)?;
+        let acts = Activations::random(gpu, &problem, workspace, seed)?;
         if problem.is_decode() {
             let copies = weight_copies(weight.sparse_bytes(), gpu.profile().l2_bytes);
             weight.ensure_rotation(gpu, copies)?;

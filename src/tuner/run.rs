@@ -9,7 +9,7 @@ use super::runner::{Runner, Session};
 use super::search::Strategy;
 use super::warm::warm_candidates;
 use super::TuneError;
-use crate::codegen::{family_checksum, templates_checksum, KernelConfig};
+use crate::codegen::{kernel_checksum, templates_checksum, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
 use crate::kernels::table_one;
@@ -70,7 +70,7 @@ impl RunContext {
             registers: None,
             spill_bytes: None,
             template_checksum: templates_checksum(problem).to_string(),
-            kernel_checksum: Some(family_checksum(config.family()).to_string()),
+            kernel_checksum: Some(kernel_checksum(config).to_string()),
             source: self.source,
             tool_version: crate::TOOL_VERSION.to_string(),
             created_at: chrono::Utc::now().to_rfc3339(),

@@ -75,7 +75,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         // strategies rank whole tiles, then time the chunked variants of their first picks.
         Strategy::Warm | Strategy::Pruned => {
             let picked = pruned_candidates(whole_tiles(space), problem, gpu);
-            with_row_chunks(picked, problem, gpu)
+            with_stream_k(with_row_chunks(picked, problem, gpu), problem, gpu)
         }
         Strategy::Model => {
             let picked = model_picks(&ranked(whole_tiles(space), problem, gpu), MODEL_TOP, true);
@@ -121,6 +121,29 @@ pub fn with_pipeline_twins(
     let firsts = |cfg: &KernelConfig| cfg.a_copy.is_direct();
     with_variants(picked, problem, gpu, (firsts, PIPELINE_TWINS_TOP), |cfg| {
         validate::DECODE_STAGES.map(|stages| KernelConfig { stages, ..cfg })
+    })
+}
+
+/// Tiled candidates whose stream-K variants ([`KernelConfig::stream_k`]) the timing
+/// strategies time too: the schedule recovers the idle part of a last partial wave (about
+/// 2–3 % at m = 4096 with 128×256 tiles on the H100, docs/perf-log.md, session 26) and costs
+/// a fix-up of the split tiles, so which wins depends on the grid.
+pub const STREAM_K_TOP: usize = 3;
+
+/// `picked` followed by the valid stream-K variants of its first [`STREAM_K_TOP`] tiled
+/// configurations that do not split k (none for decode-sized problems).
+pub fn with_stream_k(
+    picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts =
+        |cfg: &KernelConfig| cfg.family() == Family::Tiled && cfg.split_k == 1 && !cfg.stream_k;
+    with_variants(picked, problem, gpu, (firsts, STREAM_K_TOP), |cfg| {
+        [KernelConfig {
+            stream_k: true,
+            ..cfg
+        }]
     })
 }
 
@@ -604,6 +627,7 @@ impl Seed {
             min_blocks: self.min_blocks,
             split_k,
             row_chunk: 0,
+            stream_k: false,
         }
     }
 }
@@ -761,7 +785,11 @@ mod tests {
                 .with_layout(layout)
                 .unwrap();
             for strategy in [Strategy::Pruned, Strategy::Model] {
-                let picked = candidates(&problem, &gpu, strategy);
+                // The stream-K variants come last (the next test).
+                let picked: Vec<_> = candidates(&problem, &gpu, strategy)
+                    .into_iter()
+                    .filter(|c| !c.stream_k)
+                    .collect();
                 let (whole, chunked): (Vec<_>, Vec<_>) =
                     picked.iter().partition(|c| c.row_chunk == 0);
                 chunked_problems += usize::from(!chunked.is_empty());
@@ -772,6 +800,7 @@ mod tests {
                     validate::validate(cfg, &gpu).unwrap();
                     let base = KernelConfig {
                         row_chunk: 0,
+                        stream_k: false,
                         ..*cfg
                     };
                     assert!(
@@ -784,5 +813,41 @@ mod tests {
             }
         }
         assert!(chunked_problems > 0, "no strategy timed a chunked kernel");
+    }
+
+    #[test]
+    fn the_timing_strategies_time_the_stream_k_schedule_of_their_first_tiled_picks() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        let problem = |m| Problem::new(m, 4096, 4096, NmPattern::new(8, 32).unwrap(), 32).unwrap();
+        let picked = candidates(&problem(4096), &gpu, Strategy::Pruned);
+        let first = picked
+            .iter()
+            .position(|c| c.stream_k)
+            .expect("a stream-K variant");
+        let (plain, stream) = picked.split_at(first);
+        assert!(stream.iter().all(|c| c.stream_k), "the variants come last");
+        assert!(!stream.is_empty() && stream.len() <= STREAM_K_TOP);
+        let firsts: Vec<_> = plain
+            .iter()
+            .filter(|c| c.family() == Family::Tiled && c.split_k == 1)
+            .take(STREAM_K_TOP)
+            .collect();
+        for cfg in stream {
+            let base = KernelConfig {
+                stream_k: false,
+                ..*cfg
+            };
+            assert!(
+                firsts.contains(&&base),
+                "{cfg} is no variant of a first pick"
+            );
+        }
+        // Decode-sized problems get none; the model strategy (no GPU) none either.
+        assert!(!candidates(&problem(8), &gpu, Strategy::Pruned)
+            .iter()
+            .any(|c| c.stream_k));
+        assert!(!candidates(&problem(4096), &gpu, Strategy::Model)
+            .iter()
+            .any(|c| c.stream_k));
     }
 }

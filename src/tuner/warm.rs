@@ -9,12 +9,15 @@
 //! template checksum) that this build can still run, the paper's Table I configurations
 //! (every search times them: [`table_one_seeds`]) and its default configuration (the runtime's
 //! fallback, so it stays timed), the row-chunk variants of the first few, the 8-row variants
-//! of the first few 4-row decode configurations and the other decode pipelines of the first
-//! few decode configurations. A problem with no such rows gets the
+//! of the first few 4-row decode configurations, the other decode pipelines of the first
+//! few decode configurations and the stream-K schedule of the first few tiled ones. A
+//! problem with no such rows gets the
 //! pruned candidates. It is a re-timing, not a search: after a change that moves the ranking
 //! (a new dimension, new seeds), tune with the pruned strategy.
 
-use super::search::{table_one_seeds, with_pipeline_twins, with_row_chunks, with_wide_rows};
+use super::search::{
+    table_one_seeds, with_pipeline_twins, with_row_chunks, with_stream_k, with_wide_rows,
+};
 use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::GpuProfile;
@@ -58,8 +61,9 @@ fn is_earlier_timing(row: &Measurement) -> bool {
 /// The fastest [`WARM_TOP`] distinct configurations of `rows` that this build can run for
 /// `problem`, fastest first, then the Table I seeds and the problem's default configuration,
 /// then the row-chunk variants of the first few ([`with_row_chunks`]), the 8-row variants of
-/// the first few 4-row decode ones ([`with_wide_rows`]) and the other decode pipelines of the
-/// first few decode ones ([`with_pipeline_twins`]).
+/// the first few 4-row decode ones ([`with_wide_rows`]), the other decode pipelines of the
+/// first few decode ones ([`with_pipeline_twins`]) and the stream-K variants of the first few
+/// tiled ones ([`with_stream_k`]).
 fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     // Every row here has a time (`is_earlier_timing`), and a stored time is finite.
     let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
@@ -88,5 +92,5 @@ fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> V
         }
     }
     let picked = with_wide_rows(with_row_chunks(picked, problem, gpu), problem, gpu);
-    with_pipeline_twins(picked, problem, gpu)
+    with_stream_k(with_pipeline_twins(picked, problem, gpu), problem, gpu)
 }

@@ -4,7 +4,7 @@
 use crate::format::CompressedWeight;
 use crate::gpu::Gpu;
 use crate::kernels::{
-    upload_compressed, DeviceColInfo, DeviceColInfos, DeviceIndices, OperandError,
+    upload_compressed, DeviceColInfo, DeviceColInfos, DeviceIndices, OperandError, Workspace,
 };
 use crate::problem::{NmPattern, Problem};
 use cudarc::driver::CudaSlice;
@@ -135,14 +135,14 @@ pub struct Activations {
     pub a_sets: Vec<CudaSlice<f32>>,
     pub c_sets: Vec<CudaSlice<f32>>,
     pub reference: CudaSlice<f32>,
-    pub workspace: CudaSlice<f32>,
+    pub workspace: Workspace,
 }
 
 impl Activations {
     pub fn random(
         gpu: &Gpu,
         problem: &Problem,
-        workspace_len: usize,
+        (workspace_floats, split_counters): (usize, usize),
         seed: u32,
     ) -> Result<Self, OperandError> {
         let (a_len, c_len) = (problem.m * problem.k, problem.m * problem.n);
@@ -160,7 +160,7 @@ impl Activations {
             a_sets,
             c_sets,
             reference: gpu.alloc(c_len)?,
-            workspace: gpu.alloc(workspace_len.max(1))?,
+            workspace: Workspace::new(&gpu.stream, workspace_floats, split_counters)?,
         })
     }
 
