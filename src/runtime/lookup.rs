@@ -381,7 +381,7 @@ fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Op
     let usable = |e: &&Entry| {
         e.m != problem.m
             && (!problem.is_decode() || e.m <= DECODE_MAX_M)
-            && !resplit(e, problem).is_empty()
+            && !resplit(e, problem, gpu).is_empty()
     };
     let below = entries[..at].iter().rev().find(usable).map(|e| e.m);
     let above = entries[at..].iter().find(usable).map(|e| e.m);
@@ -393,7 +393,7 @@ fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Op
         .flat_map(|m| entries.iter().filter(move |e| e.m == m));
     let mut best: Option<(f64, &Entry, KernelConfig)> = None;
     for entry in nearest {
-        for config in resplit(entry, problem) {
+        for config in resplit(entry, problem, gpu) {
             let estimate = estimated_us(entry, config, problem, gpu);
             if best.as_ref().map_or(true, |(b, _, _)| estimate < *b) {
                 best = Some((estimate, entry, config));
@@ -407,15 +407,16 @@ fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Op
     })
 }
 
-/// The entry's kernel with each split-K factor that is valid for `problem`.
-fn resplit(entry: &Entry, problem: &Problem) -> Vec<KernelConfig> {
+/// The entry's kernel with each split-K factor that is valid for `problem` on `gpu` (a
+/// stream-K kernel takes none but its own: its schedule already shares out k).
+fn resplit(entry: &Entry, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     SPLIT_K_VALUES
         .iter()
         .map(|&split_k| KernelConfig {
             split_k,
             ..entry.config
         })
-        .filter(|c| validate_for_problem(c, problem).is_ok())
+        .filter(|c| validate(c, gpu).is_ok() && validate_for_problem(c, problem).is_ok())
         .collect()
 }
 
@@ -648,6 +649,22 @@ mod tests {
             })
             .unwrap();
         assert_eq!(choice.config, best);
+    }
+
+    #[test]
+    fn a_borrowed_stream_k_kernel_is_never_split() {
+        // Split-K would be the better answer at m = 32 for the entry's kernel (the test
+        // above), but a stream-K schedule shares out k itself: its configuration with
+        // split_k > 1 is invalid, and launching it failed (session 27).
+        let p = problem(32, 2048, 8192);
+        let streamed = KernelConfig {
+            stream_k: true,
+            ..config(32, 1)
+        };
+        assert!(validate(&streamed, &h100()).is_ok());
+        let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();
+        assert_eq!(choice.rule, Rule::NearestM { from_m: 4096 });
+        assert_eq!(choice.config, streamed);
     }
 
     #[test]
