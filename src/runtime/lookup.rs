@@ -11,7 +11,7 @@
 //!    above the requested one, each kernel with every split-K factor valid for the requested
 //!    m ([`validate_for_problem`]; split-K is a launch parameter, not a compiled one; a
 //!    stream-K kernel keeps split 1, and runs as its data-parallel twin where the problem has
-//!    edge tiles, [`resplit`]): the
+//!    edge tiles, `resplit`): the
 //!    one with the lowest estimate wins, the entry's measured time scaled by the performance
 //!    model's ratio between the requested problem and the tuned one (waves and split-K move
 //!    with m; the measurement anchors the kernel's own speed). Ties go to the larger m. The
