@@ -44,6 +44,28 @@ note() { summary+=("$*"); echo "== $*"; }
 # holds every row.
 checkpoint() { python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('pragma wal_checkpoint(TRUNCATE)')" "$1"; }
 limit() { timeout "$@"; }
+# A consistent copy of database $1 (SQLite's backup API, safe while the tuner writes it),
+# gzipped to $2 through a temporary file, so that $2 is always whole.
+snapshot() {
+  local copy=/tmp/nmtune-snapshot.sqlite
+  rm -f "$copy"
+  [ -e "$1" ] || return 0
+  python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[2]); sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).backup(d); d.close()" \
+    "$1" "$copy" && gzip -c "$copy" > "$2.part" && mv "$2.part" "$2"
+  rm -f "$copy" "$2.part"
+}
+# While a tune runs, its database goes to $OUT every $SNAPSHOT_S seconds (default 60): the
+# device tool stops a call at its limit, which is shorter than CALL_BUDGET when the session's
+# budget runs low, and whatever is under $OUT then still comes back (session 28 lost an H200
+# re-tune's 330 s because the database was sent back only when the tune ended).
+# Stops when the file $1.stop exists, after the snapshot it may be taking.
+snapshots() {
+  local db=$1 out=$2 waited=0
+  while [ ! -e "$db.stop" ]; do
+    sleep 5; waited=$((waited + 5))
+    if [ "$waited" -ge "${SNAPSHOT_S:-60}" ] && [ ! -e "$db.stop" ]; then snapshot "$db" "$out"; waited=0; fi
+  done
+}
 # Seconds a tune may still run: its own limit, or what the call has left less a margin for
 # tidying and packing the database.
 tune_limit() {
@@ -92,9 +114,11 @@ while [ $# -gt 0 ]; do
       log="$OUT/tune-$(basename "$file" .yaml).log"
       secs=$(tune_limit)
       if [ "$secs" -lt 30 ]; then note "tune $file: skipped, ${secs} s left in the call"; continue; fi
+      rm -f "$db.stop"; snapshots "$db" "$OUT/$(basename "$db").gz" & snap_pid=$!
       limit "$secs" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" \
         --strategy "${TUNE_STRATEGY:-pruned}" >> "$log" 2>&1
-      note "tune $file (limit $secs s): rc=$? $(tail -1 "$log")"
+      rc=$?; touch "$db.stop"; wait "$snap_pid"; rm -f "$db.stop"
+      note "tune $file (limit $secs s): rc=$rc $(tail -1 "$log")"
       # Rows a finished re-tune superseded go before the file travels back (a file that comes
       # back is at most 16 MiB, and a re-tuned database holds both generations until tidied);
       # gzip for the same reason: gunzip it into tuning-db/ here.
