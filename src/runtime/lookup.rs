@@ -11,7 +11,7 @@
 //!    above the requested one, each kernel with every split-K factor valid for the requested
 //!    m ([`validate_for_problem`]; split-K is a launch parameter, not a compiled one; a
 //!    stream-K kernel keeps split 1, and runs as its data-parallel twin where the problem has
-//!    edge tiles, `resplit`): the
+//!    partial columns of tiles, `resplit`): the
 //!    one with the lowest estimate wins, the entry's measured time scaled by the performance
 //!    model's ratio between the requested problem and the tuned one (waves and split-K move
 //!    with m; the measurement anchors the kernel's own speed). Ties go to the larger m. The
@@ -412,16 +412,17 @@ fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Op
 /// The entry's kernel with each split-K factor that is valid for `problem` on `gpu` (a
 /// stream-K kernel takes none but its own: its schedule already shares out k).
 ///
-/// A stream-K kernel borrowed for a problem with edge tiles (m or n not a multiple of the
-/// block tile) is replaced by its data-parallel twin: the schedule gives every worker an
-/// equal share of k-tiles, and the edge tiles, which run the predicated path, make their
-/// workers late (1 × 4096 × 11008 12:32 at m = 3000 took 1.38× its m = 3072 time on the
-/// H100, session 27).
+/// A stream-K kernel borrowed for a problem whose edge tiles run the predicated copies is
+/// replaced by its data-parallel twin: the schedule gives every worker an equal share of
+/// k-tiles, and predicated tiles make their workers late (1 × 4096 × 11008 12:32 at
+/// m = 3000 took 1.38× its m = 3072 time on the H100, session 27). Only partial columns,
+/// or fewer rows than one tile, do that: a partial last row of tiles slides back inside A
+/// and copies as an inside tile (docs/design.md "Edge tiles").
 fn resplit(entry: &Entry, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let cfg = &entry.config;
-    let whole_tiles = problem.m % cfg.m_s as usize == 0 && problem.n % cfg.n_s.max(1) as usize == 0;
+    let unpredicated = problem.m >= cfg.m_s as usize && problem.n % cfg.n_s.max(1) as usize == 0;
     let kernel = KernelConfig {
-        stream_k: cfg.stream_k && whole_tiles,
+        stream_k: cfg.stream_k && unpredicated,
         ..*cfg
     };
     SPLIT_K_VALUES
@@ -679,10 +680,23 @@ mod tests {
     }
 
     #[test]
-    fn a_borrowed_stream_k_kernel_with_edge_tiles_runs_data_parallel() {
-        // m = 40 leaves a partial row of 32-row tiles: the data-parallel twin, split as
-        // the model prefers.
+    fn a_borrowed_stream_k_kernel_with_partial_rows_keeps_its_schedule() {
+        // m = 40 leaves a partial row of 32-row tiles, which slides back inside A and
+        // copies unpredicated: the stream-K kernel as it is.
         let p = problem(40, 2048, 8192);
+        let streamed = KernelConfig {
+            stream_k: true,
+            ..config(32, 1)
+        };
+        let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();
+        assert_eq!(choice.config, streamed);
+    }
+
+    #[test]
+    fn a_borrowed_stream_k_kernel_with_partial_columns_runs_data_parallel() {
+        // n = 2080 leaves a partial column of 64-wide tiles (which does not slide): the
+        // data-parallel twin, split as the model prefers.
+        let p = problem(64, 2080, 8192);
         let streamed = KernelConfig {
             stream_k: true,
             ..config(32, 1)
