@@ -9,9 +9,10 @@
 //! 1. **Exact**: an entry for this very problem.
 //! 2. **Nearest m**: the entries for the same (n, k, N:M, L) at the nearest tuned m below and
 //!    above the requested one, each kernel with every split-K factor valid for the requested
-//!    m ([`validate_for_problem`]; split-K is a launch parameter, not a compiled one; a
-//!    stream-K kernel keeps split 1, and runs as its data-parallel twin where the problem has
-//!    partial columns of tiles, `resplit`): the
+//!    m ([`validate_for_problem`]; split-K is a launch parameter, not a compiled one) where
+//!    the requested m has another number of rows of tiles than the tuned one, else with its
+//!    tuned split (a stream-K kernel keeps split 1, and runs as its data-parallel twin where
+//!    the problem has partial columns of tiles; `resplit`): the
 //!    one with the lowest estimate wins, the entry's measured time scaled by the performance
 //!    model's ratio between the requested problem and the tuned one (waves and split-K move
 //!    with m; the measurement anchors the kernel's own speed). Ties go to the larger m. The
@@ -410,7 +411,12 @@ fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Op
 }
 
 /// The entry's kernel with each split-K factor that is valid for `problem` on `gpu` (a
-/// stream-K kernel takes none but its own: its schedule already shares out k).
+/// stream-K kernel takes none but its own: its schedule already shares out k). Where
+/// `problem` has as many rows of tiles as the tuned problem, the grid is the one the tuner
+/// timed, and its split stands: the model's preference for another factor is unmeasured
+/// there (on the H100, m = 7 launched the m = 6 entry's 8-row decode kernel split 2 in
+/// 45.1 µs, where the tuner's unsplit choice took 39.9 µs at m = 6; docs/perf-log.md,
+/// session 29).
 ///
 /// A stream-K kernel borrowed for a problem whose edge tiles run the predicated copies is
 /// replaced by its data-parallel twin: the schedule gives every worker an equal share of
@@ -425,8 +431,11 @@ fn resplit(entry: &Entry, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConf
         stream_k: cfg.stream_k && unpredicated,
         ..*cfg
     };
+    let tile_rows = |m: usize| m.div_ceil(cfg.m_s.max(1) as usize);
+    let same_grid = tile_rows(entry.m) == tile_rows(problem.m);
     SPLIT_K_VALUES
         .iter()
+        .filter(|&&split_k| !same_grid || split_k == cfg.split_k)
         .map(|&split_k| KernelConfig { split_k, ..kernel })
         .filter(|c| validate(c, gpu).is_ok() && validate_for_problem(c, problem).is_ok())
         .collect()
@@ -661,6 +670,29 @@ mod tests {
             })
             .unwrap();
         assert_eq!(choice.config, best);
+    }
+
+    #[test]
+    fn a_neighbour_with_the_same_rows_of_tiles_keeps_its_split() {
+        // m = 20 and m = 32 both fill one row of 32-row tiles: the grid the tuner timed at
+        // m = 20, unsplit, though the model would split it.
+        let p = problem(32, 2048, 8192);
+        let tuned = entry(20, config(32, 1), 50.0);
+        let split = |s| KernelConfig {
+            split_k: s,
+            ..config(32, 1)
+        };
+        let model = |c| estimated_us(&tuned, c, &p, &h100());
+        assert!(
+            model(split(4)) < model(split(1)),
+            "the model prefers a split here"
+        );
+        let choice = answer(&[tuned], &p).unwrap();
+        assert_eq!(choice.rule, Rule::NearestM { from_m: 20 });
+        assert_eq!(choice.config, config(32, 1));
+        // One more row of tiles: the split the model predicts fastest again.
+        let taller = answer(&[tuned], &problem(40, 2048, 8192)).unwrap();
+        assert!(taller.config.split_k > 1, "{}", taller.config.name());
     }
 
     #[test]
