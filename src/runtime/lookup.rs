@@ -13,7 +13,8 @@
 //!    the requested m has another number of rows of tiles than the tuned one, else with its
 //!    tuned split (a stream-K kernel keeps split 1, and runs as its data-parallel twin where
 //!    the problem has partial columns of tiles; `resplit`): the
-//!    one with the lowest estimate wins, the entry's measured time scaled by the performance
+//!    one with the lowest estimate wins, the entry's measured time (or, for another split, the
+//!    tuner's timing of that split at the tuned m where it took one) scaled by the performance
 //!    model's ratio between the requested problem and the tuned one (waves and split-K move
 //!    with m; the measurement anchors the kernel's own speed). Ties go to the larger m. The
 //!    answer is cached per problem, so the model runs once per m. A tuned problem whose best
@@ -39,7 +40,9 @@ use super::RuntimeError;
 use crate::codegen::validate::m_multiple;
 use crate::codegen::validate::SPLIT_K_VALUES;
 use crate::codegen::{validate, validate_for_problem, KernelConfig};
-use crate::db::{best_per_problem, is_current, Database, DbError, Measurement, Source};
+use crate::db::{
+    best_per_problem, can_be_best, is_current, Database, DbError, Measurement, Source,
+};
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one;
 use crate::model::predict_with_registers;
@@ -143,6 +146,10 @@ struct Entry {
     /// a best entry whose kernel needs m to be a multiple of 4 (`atrans`), so that rule 2 has
     /// a tuned kernel for the other m too.
     any_m: bool,
+    /// The same kernel's measured medians at this problem with each factor of
+    /// [`SPLIT_K_VALUES`] (µs, infinite where not timed): rule 2 scales a re-split kernel from
+    /// the timing of that very split where there is one.
+    split_us: [f64; SPLIT_K_VALUES.len()],
 }
 
 impl Entry {
@@ -208,8 +215,15 @@ impl Lookup {
             return Ok(Self::defaults_only(profile));
         }
         let best = best_per_problem(best).into_values();
+        let splits = SplitTimes::of(&measurements);
         let any_m = best_for_every_m(measurements);
-        Ok(Self::load(profile, best, any_m, &opened.join(", ")))
+        Ok(Self::load(
+            profile,
+            best,
+            any_m,
+            &splits,
+            &opened.join(", "),
+        ))
     }
 
     /// [`Lookup::open_all`] for callers that name their databases on purpose (`nmtune lookup
@@ -237,9 +251,10 @@ impl Lookup {
             .into_iter()
             .filter(|m| m.gpu == gpu.name)
             .collect();
+        let splits = SplitTimes::of(&mine);
         let any_m = best_for_every_m(mine.clone());
         let best = best_per_problem(mine).into_values();
-        Self::load(gpu, best, any_m, &"the given measurements")
+        Self::load(gpu, best, any_m, &splits, &"the given measurements")
     }
 
     /// No entries at all: every problem gets a default.
@@ -258,10 +273,11 @@ impl Lookup {
         gpu: GpuProfile,
         best: impl IntoIterator<Item = Measurement>,
         any_m: Vec<Measurement>,
+        splits: &SplitTimes,
         origin: &dyn std::fmt::Display,
     ) -> Self {
-        let (best, stats) = launchable(&gpu, best);
-        let (any_m, _) = launchable(&gpu, any_m);
+        let (best, stats) = launchable(&gpu, best, splits);
+        let (any_m, _) = launchable(&gpu, any_m, splits);
         let mut table: HashMap<WeightKey, Vec<Entry>> = HashMap::new();
         for (problem, entry) in &best {
             let entries = table.entry(WeightKey::of(problem)).or_default();
@@ -441,18 +457,73 @@ fn resplit(entry: &Entry, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConf
         .collect()
 }
 
-/// The entry's measured time scaled to `config` on `problem` by the model's ratio (µs). An
+/// A measured time scaled to `config` on `problem` by the model's ratio (µs): the tuned
+/// problem's timing of `config`'s own split where the tuner took one, else the entry's. An
 /// entry without a finite time ranks by the model alone.
+///
+/// Why the split's own timing: the model's ratio between two splits of one kernel is the
+/// least reliable part of the estimate. On the H200, 300 × 4096 × 4096 at 4:32 borrowed the
+/// m = 256 entry's 32-row kernel (tuned split 2, 49.5 µs) unsplit, estimated 50.2 µs, and ran
+/// 60.5 µs; the tuner had timed it unsplit at m = 256 too, in 56.2 µs (docs/perf-log.md,
+/// session 30).
 fn estimated_us(entry: &Entry, config: KernelConfig, problem: &Problem, gpu: &GpuProfile) -> f64 {
     let predict = |cfg: &KernelConfig, p: &Problem| {
         predict_with_registers(cfg, p, gpu, entry.registers).time_s * 1e6
     };
     let wanted = predict(&config, problem);
+    let split_time = SplitTimes::slot(config.split_k).map(|i| entry.split_us[i]);
+    let (anchor_us, anchor) = match split_time {
+        Some(us) if us.is_finite() => (us, config),
+        _ => (entry.median_us, entry.config),
+    };
     match problem.with_m(entry.m) {
-        Ok(tuned) if entry.median_us.is_finite() => {
-            entry.median_us * wanted / predict(&entry.config, &tuned)
-        }
+        Ok(tuned) if anchor_us.is_finite() => anchor_us * wanted / predict(&anchor, &tuned),
         _ => wanted,
+    }
+}
+
+/// Every kernel's measured medians per split-K factor, per problem: what [`estimated_us`]
+/// anchors a re-split kernel on. Only timings this build may launch count (current
+/// templates, verified, not predictions).
+#[derive(Default)]
+struct SplitTimes(HashMap<(Problem, KernelConfig), [f64; SPLIT_K_VALUES.len()]>);
+
+impl SplitTimes {
+    fn of(measurements: &[Measurement]) -> Self {
+        let mut times = Self::default();
+        let usable =
+            |m: &&Measurement| can_be_best(m) && m.source != Source::Model && is_current(m);
+        for m in measurements.iter().filter(usable) {
+            let (Some(slot), Some(us)) = (Self::slot(m.config.split_k), m.median_us) else {
+                continue;
+            };
+            let row = times
+                .0
+                .entry((m.problem, Self::unsplit(&m.config)))
+                .or_insert([f64::INFINITY; SPLIT_K_VALUES.len()]);
+            row[slot] = row[slot].min(us);
+        }
+        times
+    }
+
+    /// The medians of `config`'s kernel on `problem`, one per split factor.
+    fn of_kernel(&self, problem: &Problem, config: &KernelConfig) -> [f64; SPLIT_K_VALUES.len()] {
+        let none = [f64::INFINITY; SPLIT_K_VALUES.len()];
+        *self
+            .0
+            .get(&(*problem, Self::unsplit(config)))
+            .unwrap_or(&none)
+    }
+
+    fn slot(split_k: u32) -> Option<usize> {
+        SPLIT_K_VALUES.iter().position(|&s| s == split_k)
+    }
+
+    fn unsplit(config: &KernelConfig) -> KernelConfig {
+        KernelConfig {
+            split_k: 1,
+            ..*config
+        }
     }
 }
 
@@ -461,6 +532,7 @@ fn estimated_us(entry: &Entry, config: KernelConfig, problem: &Problem, gpu: &Gp
 fn launchable(
     gpu: &GpuProfile,
     best: impl IntoIterator<Item = Measurement>,
+    splits: &SplitTimes,
 ) -> (HashMap<Problem, Entry>, LookupStats) {
     let mut stats = LookupStats::default();
     let mut table: HashMap<Problem, Entry> = HashMap::new();
@@ -486,6 +558,7 @@ fn launchable(
             cublas_us: m.cublas_us,
             registers: m.registers,
             any_m: false,
+            split_us: splits.of_kernel(&m.problem, &m.config),
         };
         table.insert(m.problem, entry);
     }
@@ -574,6 +647,7 @@ mod tests {
             cublas_us: None,
             registers: Some(96),
             any_m: false,
+            split_us: [f64::INFINITY; SPLIT_K_VALUES.len()],
         }
     }
 
@@ -814,5 +888,23 @@ mod tests {
         assert_eq!(at(301).rule, Rule::NearestM { from_m: 256 });
         // m = 300 weighs both kernels of m = 256: the faster measurement wins here.
         assert_eq!(at(300).config.a_copy, ACopy::Transposed);
+    }
+    #[test]
+    fn a_re_split_kernel_is_scaled_from_the_timing_of_its_own_split() {
+        let (gpu, tuned, wanted) = (h100(), problem(256, 4096, 4096), problem(300, 4096, 4096));
+        let mut lent = entry(256, config(32, 2), 49.5);
+        let unsplit = config(32, 1);
+        let model = |cfg: &KernelConfig, p: &Problem| {
+            predict_with_registers(cfg, p, &gpu, lent.registers).time_s
+        };
+        // Not timed unsplit at m = 256: the model's ratio from the tuned split.
+        let from_tuned_split = 49.5 * model(&unsplit, &wanted) / model(&config(32, 2), &tuned);
+        let estimate = estimated_us(&lent, unsplit, &wanted, &gpu);
+        assert!((estimate - from_tuned_split).abs() < 1e-9 * estimate);
+        // Timed unsplit at m = 256 too: that timing anchors the unsplit kernel.
+        lent.split_us[0] = 56.2;
+        let from_own_split = 56.2 * model(&unsplit, &wanted) / model(&unsplit, &tuned);
+        let estimate = estimated_us(&lent, unsplit, &wanted, &gpu);
+        assert!((estimate - from_own_split).abs() < 1e-9 * estimate);
     }
 }
