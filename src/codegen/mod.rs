@@ -34,8 +34,9 @@
 //!     int m, int n, int k,
 //!     int sk_tiles,            // the last sk_tiles tiles are shared out among the P workers
 //!     float alpha, float beta)
-//! grid = (T - sk_tiles + P, 1, 1) for T tiles and P workers (kernels::loaded::stream_schedule),
-//! block and dynamic shared memory as `<name>`.
+//! grid = (P, 1, 1) for P workers, block and dynamic shared memory as `<name>`; launched after
+//! `<name>` over the first T/n_tiles − sk_tiles/n_tiles rows of tiles
+//! (kernels::loaded::stream_split).
 //! ```
 //!
 //! Kernels that transpose A first (`atrans`, `ewtrans`) take the workspace's column-major

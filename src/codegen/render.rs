@@ -34,6 +34,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/split_k_reduce.cu.tera"),
     ),
     (
+        "transpose_a.cu.tera",
+        include_str!("../../templates/transpose_a.cu.tera"),
+    ),
+    (
         "nm_spmm_ew.cu.tera",
         include_str!("../../templates/nm_spmm_ew.cu.tera"),
     ),
@@ -55,13 +59,21 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The templates that shape a family's modules: its entry template and the split-K reduction
-/// every module defines (the two decode families: the code they share and their own
+/// The templates that shape a family's modules: its entry template, the split-K reduction
+/// every module defines and the transposing copy's first pass (the two decode families: the code they share and their own
 /// reduction, which takes part in their launch protocol). The entry template comes first.
 fn family_templates(family: Family) -> &'static [&'static str] {
     match family {
-        Family::Tiled => &["nm_spmm.cu.tera", "split_k_reduce.cu.tera"],
-        Family::Ew => &["nm_spmm_ew.cu.tera", "split_k_reduce.cu.tera"],
+        Family::Tiled => &[
+            "nm_spmm.cu.tera",
+            "split_k_reduce.cu.tera",
+            "transpose_a.cu.tera",
+        ],
+        Family::Ew => &[
+            "nm_spmm_ew.cu.tera",
+            "split_k_reduce.cu.tera",
+            "transpose_a.cu.tera",
+        ],
         Family::Decode => &[
             "nm_spmm_decode.cu.tera",
             "decode_common.cu.tera",

@@ -28,6 +28,9 @@ pub struct LoadedKernel {
     reduce: Option<CudaFunction>,
     /// The `Transposed` path's first pass.
     transpose: Option<CudaFunction>,
+    /// A stream-K configuration's data-parallel entry (`<base>`), which runs the tiles its
+    /// workers do not share ([`stream_split`]).
+    data_parallel: Option<CudaFunction>,
     /// A stream-K configuration's workers: the blocks the GPU holds at once (SMs × the
     /// occupancy the driver reports for this kernel); 0 otherwise.
     stream_workers: usize,
@@ -103,15 +106,7 @@ impl LoadedKernel {
         let main = module
             .load_function(&source.name)
             .map_err(driver_err(format!("loading {}", source.name)))?;
-        main.set_attribute(
-            FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            config.smem_bytes() as i32,
-        )
-        .map_err(driver_err(format!(
-            "opting {} into {} B of shared memory",
-            source.name,
-            config.smem_bytes()
-        )))?;
+        opt_into_smem(&main, &source.name, config.smem_bytes())?;
         // Every module holds `<base>_reduce`, and `Transposed` modules `<base>_transpose`, where
         // `<base>` is the compile key's name (codegen ABI). The module was compiled for the
         // split_k = 1 key (split_k is a launch parameter), so which of them a launch needs
@@ -133,6 +128,15 @@ impl LoadedKernel {
             .map_err(driver_err("reading the compute capability"))?;
         let programmatic = major >= PROGRAMMATIC_LAUNCH_MAJOR;
         let transpose = function(config.a_copy.transposes_a(), "transpose")?;
+        let data_parallel = if config.stream_k {
+            let dp = module
+                .load_function(&base)
+                .map_err(driver_err(format!("loading {base}")))?;
+            opt_into_smem(&dp, &base, config.smem_bytes())?;
+            Some(dp)
+        } else {
+            None
+        };
         let stream_workers = if config.stream_k {
             resident_blocks(ctx, &main, &config)?
         } else {
@@ -144,6 +148,7 @@ impl LoadedKernel {
             programmatic,
             reduce,
             transpose,
+            data_parallel,
             stream_workers,
             _module: module,
         })
@@ -199,53 +204,70 @@ impl LoadedKernel {
                 shape: (m, n, k),
             });
         }
-        // A stream-K kernel's grid is one-dimensional: its data-parallel tiles, then workers.
-        let schedule = cfg
-            .stream_k
-            .then(|| stream_schedule(cfg.tiles(m, n), self.stream_workers));
-        let grid_dim = match schedule {
-            Some((_, blocks)) => (blocks as u32, 1, 1),
-            None => (
-                n.div_ceil(cfg.n_s as usize) as u32,
-                m.div_ceil(cfg.m_s as usize) as u32,
-                cfg.split_k,
-            ),
-        };
-        let grid = LaunchConfig {
+        let grid = |grid_dim| LaunchConfig {
             grid_dim,
             block_dim: (cfg.threads(), 1, 1),
             shared_mem_bytes: cfg.smem_bytes(),
         };
+        let tiles_grid = |rows: usize| {
+            let cols = n.div_ceil(cfg.n_s as usize) as u32;
+            grid((cols, rows as u32, cfg.split_k))
+        };
+        let m_tiles = m.div_ceil(cfg.m_s as usize);
+        // What runs: (function, grid, the stream-K workers' sk_tiles). A stream-K launch is
+        // the data-parallel entry over its first rows of tiles, then the workers.
+        let mut launches: Vec<(&CudaFunction, LaunchConfig, Option<i32>)> = Vec::with_capacity(2);
+        match &self.data_parallel {
+            Some(data_parallel) => {
+                let n_tiles = n.div_ceil(cfg.n_s as usize);
+                let k_tiles = k.div_ceil(cfg.k_s as usize);
+                let (dp_rows, sk_tiles) =
+                    stream_split(m_tiles, n_tiles, k_tiles, self.stream_workers);
+                if dp_rows > 0 {
+                    launches.push((data_parallel, tiles_grid(dp_rows), None));
+                }
+                if sk_tiles > 0 {
+                    let workers = grid((self.stream_workers as u32, 1, 1));
+                    launches.push((&self.main, workers, Some(sk_tiles as i32)));
+                }
+            }
+            None => launches.push((&self.main, tiles_grid(m_tiles), None)),
+        }
         let (m32, n32, k32) = (m as i32, n as i32, k as i32);
         let (mut transposed, mut partials) = bufs
             .workspace
             .floats
             .split_at_mut(cfg.transposed_floats(m, k));
-        if self.programmatic && cfg.family().is_direct() {
-            let args = MainArgs {
-                a: bufs.a,
-                b_values: bufs.b_values,
-                indices: &bufs.indices,
-                c: &mut *bufs.c,
-                partials: &mut partials,
-                scalars: (m32, n32, k32, alpha, beta),
-            };
-            launch_main_dependent(stream, &self.main, grid, args)
-                .map_err(driver_err(format!("launching {}", cfg.name())))?;
-        } else {
-            let mut main = stream.launch_builder(&self.main);
-            if let Some(transpose) = &self.transpose {
-                let grid = LaunchConfig {
-                    grid_dim: (k.div_ceil(32) as u32, m.div_ceil(32) as u32, 1),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: 0,
+        if let Some(transpose) = &self.transpose {
+            launch_transpose(stream, transpose, bufs.a, &mut transposed, (m32, k32))
+                .map_err(driver_err(format!("launching {}_transpose", cfg.name())))?;
+        }
+        // sm_90+: a decode kernel waits for the kernel before it in the stream, and a
+        // transposing kernel for its transpose, both inside the kernel (`griddepcontrol`); a
+        // stream-K launch's workers follow its data-parallel rows as an ordinary launch.
+        let first_dependent =
+            self.programmatic && (cfg.family().is_direct() || self.transpose.is_some());
+        for (i, (function, grid, sk_tiles)) in launches.into_iter().enumerate() {
+            if first_dependent && i == 0 {
+                let a: &dyn DevicePtr<f32> = match self.transpose {
+                    Some(_) => &transposed,
+                    None => bufs.a,
                 };
-                let mut launch = stream.launch_builder(transpose);
-                launch.arg(bufs.a).arg(&mut transposed).arg(&m32).arg(&k32);
-                // SAFETY: matches the `_transpose` ABI; `transposed` holds transposed_lda(m)·k
-                // floats.
-                unsafe { launch.launch(grid) }
-                    .map_err(driver_err(format!("launching {}_transpose", cfg.name())))?;
+                let args = MainArgs {
+                    a,
+                    b_values: bufs.b_values,
+                    indices: &bufs.indices,
+                    c: &mut *bufs.c,
+                    partials: &mut partials,
+                    stream_k: sk_tiles.map(|sk_tiles| (&mut bufs.workspace.counters, sk_tiles)),
+                    scalars: (m32, n32, k32, alpha, beta),
+                };
+                launch_main_dependent(stream, function, grid, args)
+                    .map_err(driver_err(format!("launching {}", cfg.name())))?;
+                continue;
+            }
+            let mut main = stream.launch_builder(function);
+            if self.transpose.is_some() {
                 main.arg(&mut transposed);
             } else {
                 main.arg(bufs.a);
@@ -260,8 +282,7 @@ impl LoadedKernel {
                 IndexOperand::Bytes(d) => main.arg(*d),
             };
             main.arg(&mut *bufs.c).arg(&mut partials);
-            let sk_tiles = schedule.map(|(sk_tiles, _)| sk_tiles as i32);
-            if cfg.stream_k {
+            if sk_tiles.is_some() {
                 main.arg(&mut bufs.workspace.counters);
             }
             main.arg(&m32).arg(&n32).arg(&k32);
@@ -269,7 +290,8 @@ impl LoadedKernel {
                 main.arg(sk_tiles);
             }
             main.arg(&alpha).arg(&beta);
-            // SAFETY: argument list matches the kernel ABI of codegen; sizes checked by callers.
+            // SAFETY: argument list matches the kernel ABI of codegen (the stream-K workers'
+            // adds the counters and sk_tiles); sizes checked by callers.
             unsafe { main.launch(grid) }
                 .map_err(driver_err(format!("launching {}", cfg.name())))?;
         }
@@ -307,18 +329,52 @@ impl LoadedKernel {
     }
 }
 
-/// A stream-K launch over `tiles` tiles with `workers` workers: (tiles shared out by the
-/// workers, blocks). With at least one full wave and a partial one, the last full wave's
-/// tiles and the partial wave's go to the workers (so each worker's share is at least a
-/// tile: a tile is split between two workers at most), the others run one per block; with a
-/// whole number of waves, or fewer tiles than workers, every tile runs one per block.
-pub fn stream_schedule(tiles: usize, workers: usize) -> (usize, usize) {
-    let waves = tiles.checked_div(workers).unwrap_or(0);
-    if waves == 0 || tiles % workers == 0 {
-        return (0, tiles);
+/// How much slower the stream-K workers run a tile than the data-parallel kernel does: their
+/// main loop is compiled in another function (1–6 % slower, docs/perf-log.md session 31),
+/// and split tiles add their partial sums' stores and loads.
+const WORKER_SLOWDOWN: f64 = 0.06;
+
+/// A stream-K launch over `rows` × `n_tiles` tiles of `k_tiles` k-tiles with `workers`
+/// workers: (rows of tiles the data-parallel entry runs first, tiles the workers then share
+/// out). Chosen by the time it predicts in tile times: the data-parallel rows' waves, plus
+/// the workers' even share at [`WORKER_SLOWDOWN`]; every share is at least a tile (so a tile
+/// is split between two workers at most). All rows data-parallel where nothing beats that:
+/// a whole number of waves, fewer tiles than workers, or too many units for the kernel's
+/// 32-bit arithmetic.
+pub fn stream_split(rows: usize, n_tiles: usize, k_tiles: usize, workers: usize) -> (usize, usize) {
+    let tiles = rows * n_tiles;
+    let all_data_parallel = (rows, 0);
+    if workers == 0 || tiles <= workers || tiles % workers == 0 {
+        return all_data_parallel;
     }
-    let data_parallel = (waves - 1) * workers;
-    (tiles - data_parallel, data_parallel + workers)
+    let waves = |t: usize| t.div_ceil(workers) as f64;
+    let mut best = (all_data_parallel, waves(tiles));
+    // From most data-parallel rows to fewest: a tie keeps the fewer split tiles.
+    for dp_rows in (0..rows).rev() {
+        let shared = tiles - dp_rows * n_tiles;
+        if shared < workers || shared.saturating_mul(k_tiles) > i32::MAX as usize {
+            continue;
+        }
+        let time =
+            waves(dp_rows * n_tiles) + shared as f64 / workers as f64 * (1.0 + WORKER_SLOWDOWN);
+        if time < best.1 {
+            best = ((dp_rows, shared), time);
+        }
+    }
+    best.0
+}
+
+/// Allow `function` `bytes` of dynamic shared memory.
+fn opt_into_smem(function: &CudaFunction, name: &str, bytes: u32) -> Result<(), GpuError> {
+    function
+        .set_attribute(
+            FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(driver_err(format!(
+            "opting {name} into {bytes} B of shared memory"
+        )))?;
+    Ok(())
 }
 
 /// The blocks of `config`'s kernel `function` the GPU of `ctx` holds at once: SMs × the
@@ -388,19 +444,41 @@ fn launch_reduce_dependent(
     unsafe { launch_programmatic(stream, function, grid, params) }
 }
 
-/// A decode family's main-kernel arguments (those families read A directly: no transpose).
+/// The transposing copy paths' first kernel: row-major `a` (m×k) into `transposed`.
+fn launch_transpose(
+    stream: &Arc<CudaStream>,
+    transpose: &CudaFunction,
+    a: &CudaSlice<f32>,
+    transposed: &mut CudaViewMut<'_, f32>,
+    (m, k): (i32, i32),
+) -> Result<(), DriverError> {
+    let grid = LaunchConfig {
+        grid_dim: ((k as u32).div_ceil(32), (m as u32).div_ceil(32), 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = stream.launch_builder(transpose);
+    launch.arg(a).arg(transposed).arg(&m).arg(&k);
+    // SAFETY: matches the `_transpose` ABI; `transposed` holds transposed_lda(m)·k floats.
+    unsafe { launch.launch(grid) }.map(|_| ())
+}
+
+/// The main kernel's arguments for a programmatic launch: a decode family's (A read
+/// directly) or a transposing kernel's (A its transposed copy; a stream-K entry also takes
+/// its arrival counters and its count of shared tiles).
 struct MainArgs<'a, 'b> {
-    a: &'a CudaSlice<f32>,
+    a: &'a dyn DevicePtr<f32>,
     b_values: &'a CudaSlice<f32>,
     indices: &'a IndexOperand<'a>,
     c: &'a mut CudaSlice<f32>,
     partials: &'a mut CudaViewMut<'b, f32>,
+    stream_k: Option<(&'a mut CudaSlice<u32>, i32)>,
     /// m, n, k, alpha, beta.
     scalars: (i32, i32, i32, f32, f32),
 }
 
-/// Launch a decode family's main kernel as a programmatic dependent of the kernel before it
-/// in the stream (the template waits for that grid before it reads A or writes anything).
+/// Launch a main kernel as a programmatic dependent of the kernel before it in the stream
+/// (the template waits for that grid before it reads A or writes anything).
 fn launch_main_dependent(
     stream: &Arc<CudaStream>,
     function: &CudaFunction,
@@ -430,9 +508,14 @@ fn launch_main_dependent(
         .push(read(args.partials.device_ptr_mut(stream)));
     let (m, n, k, alpha, beta) = args.scalars;
     params.ints.extend([m, n, k]);
+    if let Some((counters, sk_tiles)) = args.stream_k {
+        params.pointers.push(read(counters.device_ptr_mut(stream)));
+        params.ints.push(sk_tiles);
+    }
     params.floats.extend([alpha, beta]);
-    // SAFETY: the main-kernel ABI of codegen (A, B', D [, col_info, col_count], C, workspace,
-    // m, n, k, alpha, beta); sizes checked by the callers, buffers kept alive by `guards`.
+    // SAFETY: the main-kernel ABI of codegen (A, B', D [, col_info, col_count], C, workspace
+    // [, counters], m, n, k [, sk_tiles], alpha, beta); sizes checked by the callers, buffers
+    // kept alive by `guards`.
     let launched = unsafe { launch_programmatic(stream, function, grid, params) };
     drop(guards);
     launched
@@ -507,4 +590,37 @@ unsafe fn launch_programmatic(
         )
     }
     .result()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stream_split;
+
+    #[test]
+    fn whole_waves_and_small_grids_stay_data_parallel() {
+        // 4096 × 8448 with 128×256 tiles: 32 × 33 = 1,056 tiles, eight waves of 132.
+        assert_eq!(stream_split(32, 33, 128, 132), (32, 0));
+        // Fewer tiles than workers.
+        assert_eq!(stream_split(2, 8, 64, 132), (2, 0));
+    }
+
+    #[test]
+    fn a_partly_idle_last_wave_goes_to_the_workers() {
+        // 4096 × 6656: 32 × 26 = 832 tiles, 6.3 waves of 132. Data-parallel rows and the
+        // workers' share add up to every tile, every share is at least one tile, and the
+        // predicted time beats seven whole waves.
+        let (rows, shared) = stream_split(32, 26, 208, 132);
+        assert!(rows < 32);
+        assert_eq!(rows * 26 + shared, 832);
+        assert!(shared >= 132);
+        let dp_waves = (rows * 26).div_ceil(132) as f64;
+        assert!(dp_waves + shared as f64 / 132.0 * 1.06 < 7.0);
+    }
+
+    #[test]
+    fn a_nearly_full_last_wave_is_not_worth_the_workers() {
+        // 4096²: 512 tiles, 3.88 waves: the workers' slower loop costs more than the 3 %
+        // of the last wave they would fill.
+        assert_eq!(stream_split(32, 16, 128, 132), (32, 0));
+    }
 }
