@@ -341,6 +341,61 @@ fn stale_measurements_file_fails_the_check() {
         .stderr(one_line_error("regenerate it with `nmtune export"));
 }
 
+/// A database tuned by an older nmtune: both timings of its problem carry the older build's
+/// template checksum; the faster kernel's templates have changed since, the slower one's have
+/// not. The older build stored the faster as best; this build ranks the current timing above
+/// it, so a replay differs, and the check says why and what to do.
+#[test]
+fn check_replay_names_best_entries_an_older_build_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("older.sqlite");
+    let db = Database::open(&path).unwrap();
+    db.upsert_gpu(&GpuProfile::builtin("h200").unwrap())
+        .unwrap();
+    let p = problem(256);
+    let configs = ranking(&p);
+    let mut changed = row(&p, configs[0], 50.0);
+    changed.kernel_checksum = Some("older".into());
+    let mut unchanged = row(&p, configs[1], 80.0);
+    unchanged.kernel_checksum = Some(nmtune::codegen::kernel_checksum(&configs[1]).into());
+    db.record_all(&[changed, unchanged]).unwrap();
+    drop(db);
+    point_best_at_fastest(&path);
+    let file = dir.path().join("older.measurements.jsonl");
+    export(&path, &file);
+    let out = check_replay(&path, &file).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("nmtune: error:")
+            && last.contains("chosen by an older nmtune: 1 of 1")
+            && last.contains("--strategy warm")
+            && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
+/// The older build's best entry: the database's fastest timing, whatever this build's rule says.
+fn point_best_at_fastest(path: &Path) {
+    use sqlx::Connection;
+    let url = format!("sqlite://{}", path.display());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query(
+            "UPDATE best SET measurement_id = \
+             (SELECT id FROM measurements ORDER BY median_us LIMIT 1)",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    });
+}
+
 #[test]
 fn best_entries_that_differ_are_listed() {
     let (a, b) = (problem(256), problem(512));

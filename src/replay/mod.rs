@@ -50,6 +50,15 @@ pub enum ReplayError {
         db: PathBuf,
         count: usize,
     },
+    #[error("{}'s best entries were chosen by an older nmtune: {differ} of {total} are timings of kernels whose templates have changed since, and this build ranks a current timing above them (first: {first}); re-tune its shapes into it with `--strategy warm`, then `nmtune export --db {} --out {}`",
+        db.display(), db.display(), file.display())]
+    OlderBuild {
+        file: PathBuf,
+        db: PathBuf,
+        differ: usize,
+        total: usize,
+        first: String,
+    },
     #[error("replaying {} does not reproduce {}: {differ} of {total} best entries differ (first: {first})",
         file.display(), db.display())]
     Mismatch {

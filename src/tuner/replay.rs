@@ -18,6 +18,23 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::time::Instant;
 
+/// Whether every difference is a committed best entry that this build no longer counts as
+/// current: the database was tuned by an older nmtune, whose best-entry rule saw those
+/// timings as current, while this build's rule ranks a current timing of the same problem
+/// above them ([`crate::db::compare`], rule 3). The file still reproduces the rows.
+fn chosen_by_older_build(committed: &[Measurement], diffs: &[BestDiff]) -> bool {
+    let stale: HashSet<(&str, Problem)> = committed
+        .iter()
+        .filter(|m| !crate::db::is_current(m))
+        .map(|m| (m.gpu.as_str(), m.problem))
+        .collect();
+    diffs.iter().all(|d| {
+        d.committed.is_some()
+            && d.replayed.is_some()
+            && stale.contains(&(d.gpu.as_str(), d.problem))
+    })
+}
+
 /// What a replay did.
 #[derive(Debug, Clone, Default)]
 pub struct ReplaySummary {
@@ -200,12 +217,29 @@ pub fn check(
     let diffs = compare_best(&expected, &replayed.best_entries(None)?);
     diffs.iter().for_each(&mut on_diff);
     if let Some(first) = diffs.first() {
-        return Err(ReplayError::Mismatch {
-            file: log.path.clone(),
-            db: db_path.to_path_buf(),
-            differ: diffs.len(),
-            total: expected.len(),
-            first: first.to_string(),
+        let (file, db, differ, total) = (
+            log.path.clone(),
+            db_path.to_path_buf(),
+            diffs.len(),
+            expected.len(),
+        );
+        let first = first.to_string();
+        return Err(if chosen_by_older_build(&expected, &diffs) {
+            ReplayError::OlderBuild {
+                file,
+                db,
+                differ,
+                total,
+                first,
+            }
+        } else {
+            ReplayError::Mismatch {
+                file,
+                db,
+                differ,
+                total,
+                first,
+            }
         }
         .into());
     }
