@@ -59,9 +59,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The templates that shape a family's modules: its entry template, the split-K reduction
-/// every module defines and the transposing copy's first pass (the two decode families: the code they share and their own
-/// reduction, which takes part in their launch protocol). The entry template comes first.
+/// The templates that shape a family's modules, the entry template first: for the tiled and
+/// element-wise families, the split-K reduction every module defines and the transposing copy
+/// of A; for the two decode families, the code they share and their own reduction, which takes
+/// part in their launch protocol.
 fn family_templates(family: Family) -> &'static [&'static str] {
     match family {
         Family::Tiled => &[
