@@ -50,24 +50,23 @@ pub enum ReplayError {
         db: PathBuf,
         count: usize,
     },
-    #[error("{}'s best entries were chosen by an older nmtune: {differ} of {total} are timings of kernels whose templates have changed since, and this build ranks a current timing above them (first: {first}); re-tune its shapes into it with `--strategy warm`, then `nmtune export --db {} --out {}`",
-        db.display(), db.display(), file.display())]
-    OlderBuild {
-        file: PathBuf,
-        db: PathBuf,
-        differ: usize,
-        total: usize,
-        first: String,
-    },
-    #[error("replaying {} does not reproduce {}: {differ} of {total} best entries differ (first: {first})",
-        file.display(), db.display())]
-    Mismatch {
-        file: PathBuf,
-        db: PathBuf,
-        differ: usize,
-        total: usize,
-        first: String,
-    },
+    #[error("{}'s best entries were chosen by an older nmtune: {} of {} are timings of kernels whose templates have changed since, and this build ranks a current timing above them (first: {}); re-tune its shapes into it with `--strategy warm`, then `nmtune export --db {} --out {}`",
+        .0.db.display(), .0.differ, .0.total, .0.first, .0.db.display(), .0.file.display())]
+    OlderBuild(BestMismatch),
+    #[error("replaying {} does not reproduce {}: {} of {} best entries differ (first: {})",
+        .0.file.display(), .0.db.display(), .0.differ, .0.total, .0.first)]
+    Mismatch(BestMismatch),
+}
+
+/// Where a replay's best entries part from the committed database's.
+#[derive(Debug)]
+pub struct BestMismatch {
+    pub file: PathBuf,
+    pub db: PathBuf,
+    pub differ: usize,
+    pub total: usize,
+    /// The first difference, as [`check::BestDiff`] prints it.
+    pub first: String,
 }
 
 pub(crate) fn io_error(path: &Path, err: impl std::fmt::Display) -> ReplayError {

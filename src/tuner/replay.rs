@@ -13,7 +13,7 @@ use crate::db::{Database, Measurement, Source};
 use crate::gpu_profile::GpuProfile;
 use crate::problem::Problem;
 use crate::replay::check::{check_export, compare_best, BestDiff, CheckReport, ScratchDir};
-use crate::replay::{MeasurementLog, ReplayError, REPLAY_STRATEGY};
+use crate::replay::{BestMismatch, MeasurementLog, ReplayError, REPLAY_STRATEGY};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::time::Instant;
@@ -217,29 +217,17 @@ pub fn check(
     let diffs = compare_best(&expected, &replayed.best_entries(None)?);
     diffs.iter().for_each(&mut on_diff);
     if let Some(first) = diffs.first() {
-        let (file, db, differ, total) = (
-            log.path.clone(),
-            db_path.to_path_buf(),
-            diffs.len(),
-            expected.len(),
-        );
-        let first = first.to_string();
+        let mismatch = BestMismatch {
+            file: log.path.clone(),
+            db: db_path.to_path_buf(),
+            differ: diffs.len(),
+            total: expected.len(),
+            first: first.to_string(),
+        };
         return Err(if chosen_by_older_build(&expected, &diffs) {
-            ReplayError::OlderBuild {
-                file,
-                db,
-                differ,
-                total,
-                first,
-            }
+            ReplayError::OlderBuild(mismatch)
         } else {
-            ReplayError::Mismatch {
-                file,
-                db,
-                differ,
-                total,
-                first,
-            }
+            ReplayError::Mismatch(mismatch)
         }
         .into());
     }
