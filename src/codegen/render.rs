@@ -50,6 +50,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/nm_spmm_sk.cu.tera"),
     ),
     (
+        "nm_spmm_cluster.cu.tera",
+        include_str!("../../templates/nm_spmm_cluster.cu.tera"),
+    ),
+    (
         "decode_common.cu.tera",
         include_str!("../../templates/decode_common.cu.tera"),
     ),
@@ -116,13 +120,30 @@ pub fn stream_name(base: &str) -> String {
     format!("{base}_stream")
 }
 
-/// Hex SHA-256 of the templates of `families` (and the stream-K template with
-/// `stream_k`), in [`TEMPLATES`] order (each once).
-fn checksum_of(families: &[Family], stream_k: bool) -> String {
+/// The cluster-reduced split's template: a second entry kernel beside the tiled family's
+/// own, rendered for configurations with `cluster_reduce`.
+const CLUSTER_TEMPLATE: &str = "nm_spmm_cluster.cu.tera";
+
+/// The entry symbol of a cluster-reduced configuration's module whose base name is `base`.
+pub fn cluster_name(base: &str) -> String {
+    format!("{base}_in_cluster")
+}
+
+/// Templates rendered beside a family's own for some of its configurations.
+#[derive(Clone, Copy)]
+struct Schedules {
+    stream_k: bool,
+    cluster: bool,
+}
+
+/// Hex SHA-256 of the templates of `families` (and the stream-K and cluster templates where
+/// `schedules` says), in [`TEMPLATES`] order (each once).
+fn checksum_of(families: &[Family], schedules: Schedules) -> String {
     let mut hasher = Sha256::new();
     for (name, text) in TEMPLATES {
         let used = families.iter().any(|f| family_templates(*f).contains(name))
-            || (stream_k && *name == STREAM_K_TEMPLATE);
+            || (schedules.stream_k && *name == STREAM_K_TEMPLATE)
+            || (schedules.cluster && *name == CLUSTER_TEMPLATE);
         if used {
             hasher.update(name.as_bytes());
             hasher.update([0u8]);
@@ -134,7 +155,7 @@ fn checksum_of(families: &[Family], stream_k: bool) -> String {
 }
 
 /// The checksum of the templates that may serve `problem` ([`Family::serving`], and the
-/// stream-K schedule above decode size), computed once per set: the key of a tuning run,
+/// stream-K and cluster schedules above decode size), computed once per set: the key of a tuning run,
 /// by which it resumes. A tuning-database row is current while it matches, or while its
 /// kernel's own templates are unchanged ([`kernel_checksum`]): a change to the decode
 /// template leaves the rows of problems above m = 16 valid, and a family or schedule added
@@ -154,8 +175,13 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     } else {
         &LARGE_M
     };
-    let stream_k = families.contains(&Family::Tiled) && !problem.is_decode();
-    cell.get_or_init(|| checksum_of(families, stream_k))
+    let tiled = families.contains(&Family::Tiled);
+    let above_decode = tiled && !problem.is_decode();
+    let schedules = Schedules {
+        stream_k: above_decode,
+        cluster: above_decode,
+    };
+    cell.get_or_init(|| checksum_of(families, schedules))
 }
 
 /// The checksum of one family's templates, written into every module it renders (so that
@@ -171,16 +197,27 @@ pub fn family_checksum(family: Family) -> &'static str {
         Family::Ew => &ELEMENT_WISE,
         Family::EwDecode => &ELEMENT_WISE_DECODE,
     };
-    cell.get_or_init(|| checksum_of(&[family], false))
+    let alone = Schedules {
+        stream_k: false,
+        cluster: false,
+    };
+    cell.get_or_init(|| checksum_of(&[family], alone))
 }
 
 /// The checksum of the templates that render `cfg`: its family's ([`family_checksum`]), and
-/// the stream-K template for a stream-K configuration. Stored with every measurement, so a
-/// row stays current while the code it timed is still generated.
+/// the stream-K or cluster template for a configuration of that schedule. Stored with every
+/// measurement, so a row stays current while the code it timed is still generated.
 pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
+    static TILED_CLUSTER: OnceLock<String> = OnceLock::new();
+    let schedules = Schedules {
+        stream_k: cfg.stream_k,
+        cluster: cfg.cluster_reduce,
+    };
     if cfg.stream_k {
-        TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], true))
+        TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], schedules))
+    } else if cfg.cluster_reduce {
+        TILED_CLUSTER.get_or_init(|| checksum_of(&[Family::Tiled], schedules))
     } else {
         family_checksum(cfg.family())
     }
@@ -196,6 +233,8 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     let reduce_name = cfg.launches_reduce().then(|| format!("{base}_reduce"));
     let name = if cfg.stream_k {
         stream_name(&base)
+    } else if cfg.cluster_reduce {
+        cluster_name(&base)
     } else {
         base
     };
@@ -231,6 +270,8 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
     };
     let template = if cfg.stream_k {
         STREAM_K_TEMPLATE
+    } else if cfg.cluster_reduce {
+        CLUSTER_TEMPLATE
     } else {
         family_templates(cfg.family())[0]
     };
@@ -343,6 +384,7 @@ mod tests {
             split_k: 4,
             row_chunk: 0,
             stream_k: false,
+            cluster_reduce: false,
         }
     }
 
