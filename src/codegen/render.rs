@@ -105,10 +105,12 @@ pub struct KernelSource {
     pub source: String,
 }
 
-/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`.
+/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1` (split_k
+/// is a launch parameter), or 2 for a cluster-reduced one, which needs a split to be valid.
 /// Configurations with equal keys share one source, one compilation and one cubin.
 pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
-    KernelConfig { split_k: 1, ..*cfg }
+    let split_k = if cfg.cluster_reduce { 2 } else { 1 };
+    KernelConfig { split_k, ..*cfg }
 }
 
 /// The stream-K schedule's template: a second entry kernel beside the tiled family's own,
