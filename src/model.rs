@@ -392,16 +392,12 @@ fn predict_ew(
     }
 }
 
-/// The split-K reduction: split_k partial sums read and C written (and read), one launch;
-/// inside a cluster, only C written, at L2 speed.
+/// The split-K reduction: split_k partial sums read and C written (and read), one launch.
 fn reduce_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> f64 {
     if cfg.split_k <= 1 {
         return 0.0;
     }
     let (m, n) = (problem.m as f64, problem.n as f64);
-    if cfg.cluster_reduce {
-        return 4.0 * m * n / (L2_BANDWIDTH_FACTOR * gpu.dram_bytes_per_s());
-    }
     4.0 * m * n * (cfg.split_k as f64 * 2.0 + 1.0) / gpu.dram_bytes_per_s() + LAUNCH_OVERHEAD_S
 }
 
@@ -482,7 +478,6 @@ mod tests {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         }
     }
 

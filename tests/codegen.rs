@@ -41,7 +41,6 @@ fn base() -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        cluster_reduce: false,
     }
 }
 
@@ -209,7 +208,6 @@ fn each_broken_rule_is_rejected_with_its_reason() {
             KernelConfig {
                 row_chunk: 8,
                 stream_k: false,
-                cluster_reduce: false,
                 k_s: 32,
                 ..b
             },
@@ -219,7 +217,6 @@ fn each_broken_rule_is_rejected_with_its_reason() {
             KernelConfig {
                 row_chunk: 4,
                 stream_k: false,
-                cluster_reduce: false,
                 nm: nm(32, 32),
                 k_s: 32,
                 ..b
@@ -230,7 +227,6 @@ fn each_broken_rule_is_rejected_with_its_reason() {
             KernelConfig {
                 row_chunk: 4,
                 stream_k: false,
-                cluster_reduce: false,
                 a_copy: ACopy::Row16,
                 ..b
             },
@@ -462,7 +458,6 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
     let dp = base();
     let sk = KernelConfig {
         stream_k: true,
-        cluster_reduce: false,
         ..dp
     };
     assert!(sk.name().ends_with("_sk1_streamk"), "{}", sk.name());
@@ -478,7 +473,6 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
     );
     let decode_sk = KernelConfig {
         stream_k: true,
-        cluster_reduce: false,
         ..decode(4, ACopy::DirectRow)
     };
     assert!(reason_of(validate_structure(&decode_sk)).contains("tiled family only"));
@@ -499,86 +493,6 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
 }
 
 #[test]
-fn cluster_reduced_splits_are_named_rendered_and_kept_apart() {
-    let split = KernelConfig {
-        split_k: 4,
-        ..base()
-    };
-    let in_cluster = KernelConfig {
-        cluster_reduce: true,
-        ..split
-    };
-    assert!(
-        in_cluster.name().ends_with("_sk4_cluster"),
-        "{}",
-        in_cluster.name()
-    );
-    assert_eq!(
-        KernelConfig::parse_name(&in_cluster.name()),
-        Some(in_cluster)
-    );
-    let chunked = KernelConfig {
-        row_chunk: 4,
-        ..in_cluster
-    };
-    assert!(chunked.name().ends_with("_sk4_rc4_cluster"));
-    assert_eq!(KernelConfig::parse_name(&chunked.name()), Some(chunked));
-    validate(&in_cluster, &h100()).unwrap();
-    // No workspace and no second kernel; room for the whole tile in shared memory.
-    assert!(!in_cluster.launches_reduce());
-    assert_eq!(in_cluster.workspace_floats(256, 4096, 4096), 0);
-    assert!(split.workspace_floats(256, 4096, 4096) > 0);
-    assert!(in_cluster.smem_bytes() >= in_cluster.tile_bytes());
-    for (bad, why) in [
-        (
-            KernelConfig {
-                split_k: 1,
-                ..in_cluster
-            },
-            "split_k from 2",
-        ),
-        (
-            KernelConfig {
-                split_k: 16,
-                ..in_cluster
-            },
-            "split_k from 2",
-        ),
-        (
-            KernelConfig {
-                stream_k: true,
-                ..in_cluster
-            },
-            "stream-K",
-        ),
-    ] {
-        assert!(
-            reason_of(validate_structure(&bad)).contains(why),
-            "{}",
-            bad.name()
-        );
-    }
-    let a100 = GpuProfile::builtin("a100").unwrap();
-    assert!(reason_of(validate(&in_cluster, &a100)).contains("compute capability 9.0"));
-    // Its module: the plain kernel and the reduction as before, and the cluster entry,
-    // which launches start; the plain kernels' rows stay current.
-    let src = render(&in_cluster).unwrap();
-    let base_name = compile_key(&in_cluster).name();
-    assert_eq!(src.name, format!("{base_name}_in_cluster"));
-    assert_eq!(src.reduce_name, None);
-    for symbol in [&src.name, &base_name] {
-        assert!(src.source.contains(&format!("\n{symbol}(")), "{symbol}");
-    }
-    assert_eq!(kernel_checksum(&split), family_checksum(Family::Tiled));
-    assert_ne!(kernel_checksum(&in_cluster), kernel_checksum(&split));
-    let problem = |m| Problem::new(m, 4096, 4096, nm(8, 32), 32).unwrap();
-    validate_for_problem(&in_cluster, &problem(256)).unwrap();
-    assert!(
-        reason_of(validate_for_problem(&in_cluster, &problem(16))).contains("above decode size")
-    );
-}
-
-#[test]
 fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     let problem = |m| Problem::new(m, 4096, 4096, nm(8, 32), 32).unwrap();
     let (large, decode) = (
@@ -591,21 +505,13 @@ fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     }
     assert_eq!(large, templates_checksum(&problem(4096)));
     assert_eq!(decode, templates_checksum(&problem(16)));
-    // Above m = 16 only the tiled family serves (with its stream-K and cluster schedules):
-    // the decode template is not in the sum, so a change to it leaves those rows valid.
+    // Above m = 16 only the tiled family serves (with its stream-K schedule): the decode
+    // template is not in the sum, so a change to it leaves those rows valid.
     let stream = KernelConfig {
         stream_k: true,
-        cluster_reduce: false,
         ..base()
     };
-    let in_cluster = KernelConfig {
-        split_k: 2,
-        cluster_reduce: true,
-        ..base()
-    };
-    for schedule in [&stream, &in_cluster, &base()] {
-        assert_ne!(large, kernel_checksum(schedule), "{}", schedule.name());
-    }
+    assert_eq!(large, kernel_checksum(&stream));
     assert_ne!(large, decode);
     assert_ne!(decode, family_checksum(Family::Decode));
 }
@@ -1142,7 +1048,6 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        cluster_reduce: false,
     }
 }
 

@@ -174,22 +174,10 @@ fn plan_jobs(full: bool) -> Vec<Job> {
             .step_by(STREAM_K_EVERY)
             .map(|c| KernelConfig {
                 stream_k: true,
-                cluster_reduce: false,
                 ..*c
             })
             .collect::<Vec<_>>();
-        // The cluster-reduced twin of every STREAM_K_EVERY-th sampled split tiled kernel.
-        let in_cluster = primary
-            .iter()
-            .filter(|c| c.family() == Family::Tiled && c.split_k > 1)
-            .step_by(STREAM_K_EVERY)
-            .map(|c| KernelConfig {
-                cluster_reduce: true,
-                ..*c
-            })
-            .filter(|c| c.split_k <= nmtune::codegen::validate::CLUSTER_MAX)
-            .collect::<Vec<_>>();
-        for cfg in primary.into_iter().chain(stream_k).chain(in_cluster) {
+        for cfg in primary.into_iter().chain(stream_k) {
             jobs.push(Job {
                 pattern: pattern.clone(),
                 cfg,

@@ -75,7 +75,6 @@ fn config(
         split_k,
         row_chunk: 0,
         stream_k: false,
-        cluster_reduce: false,
     }
 }
 
@@ -223,22 +222,11 @@ fn every_template_family_matches_the_cpu_reference() {
                             // The stream-K schedule of one ring and block shape per path.
                             let stream = KernelConfig {
                                 stream_k: true,
-                                cluster_reduce: false,
                                 ..cfg
                             };
                             let sampled = stages == 2 && matches!(shape, Shape::Medium);
                             if sampled && validate::validate(&stream, gpu.profile()).is_ok() {
                                 configs.push(stream);
-                            }
-                            // The cluster-reduced twin of every split of two rings and
-                            // two block shapes per path (sm_90+).
-                            let in_cluster = KernelConfig {
-                                cluster_reduce: true,
-                                ..cfg
-                            };
-                            let sampled = stages < 4 && !matches!(shape, Shape::Wide);
-                            if sampled && validate::validate(&in_cluster, gpu.profile()).is_ok() {
-                                configs.push(in_cluster);
                             }
                         }
                     }
@@ -426,19 +414,10 @@ fn layers_queued_back_to_back_read_each_previous_output() {
         }
         if l == 32 {
             for (split_k, shape) in [(3, Shape::Medium), (2, Shape::Large), (4, Shape::Medium)] {
-                let cfg = config(nm, l, ACopy::Row4, false, 2, split_k, shape);
-                configs.push(cfg);
-                let in_cluster = KernelConfig {
-                    cluster_reduce: true,
-                    ..cfg
-                };
-                if validate::validate(&in_cluster, gpu.profile()).is_ok() {
-                    configs.push(in_cluster);
-                }
+                configs.push(config(nm, l, ACopy::Row4, false, 2, split_k, shape));
             }
             configs.push(KernelConfig {
                 stream_k: true,
-                cluster_reduce: false,
                 ..config(nm, l, ACopy::Row4, false, 2, 1, Shape::Medium)
             });
         }

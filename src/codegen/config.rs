@@ -276,12 +276,6 @@ pub struct KernelConfig {
     /// false, `_streamk` at the end of the name when true.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stream_k: bool,
-    /// Tiled family, split_k > 1, sm_90+: the split_k blocks of a tile run as one thread
-    /// block cluster and add their partial sums through distributed shared memory
-    /// (`templates/nm_spmm_cluster.cu.tera`): no workspace and no second kernel. Absent from
-    /// stored rows and from the name when false, `_cluster` at the end of the name when true.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub cluster_reduce: bool,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -294,9 +288,6 @@ fn is_false(value: &bool) -> bool {
 
 /// The name suffix of a stream-K configuration ([`KernelConfig::stream_k`]).
 const STREAM_K_SUFFIX: &str = "_streamk";
-
-/// The name suffix of a cluster-reduced split ([`KernelConfig::cluster_reduce`]).
-const CLUSTER_SUFFIX: &str = "_cluster";
 
 /// The `Transposed` path's column-major copy of A starts every column on a 128-byte line:
 /// its columns are m rounded up to this many floats apart. With columns m floats apart, a
@@ -343,7 +334,6 @@ impl KernelConfig {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         }
     }
 
@@ -369,7 +359,6 @@ impl KernelConfig {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         }
     }
 
@@ -478,10 +467,6 @@ impl KernelConfig {
     /// Decode: the warps' partial sums, warps·m_s·n_s floats, added in a fixed order.
     pub fn smem_bytes(&self) -> u32 {
         match self.family() {
-            Family::Tiled if self.cluster_reduce => 4u32
-                .saturating_mul(self.stage_floats())
-                .saturating_mul(self.stages)
-                .max(self.tile_bytes()),
             Family::Tiled | Family::Ew => 4u32
                 .saturating_mul(self.stage_floats())
                 .saturating_mul(self.stages),
@@ -509,26 +494,18 @@ impl KernelConfig {
         }
     }
 
-    /// Floats of the split-K partial products of C: split_k·m·n when a second kernel adds
-    /// them up ([`KernelConfig::launches_reduce`]).
+    /// Floats of the split-K partial products of C: split_k·m·n when split_k > 1.
     pub fn partial_floats(&self, m: usize, n: usize) -> usize {
-        if self.launches_reduce() {
+        if self.split_k > 1 {
             self.split_k as usize * m * n
         } else {
             0
         }
     }
 
-    /// Whether a launch runs the `<name>_reduce` kernel after the main one (split-K, unless
-    /// the cluster adds the partial sums up itself).
+    /// Whether a launch runs the `<name>_reduce` kernel after the main one (split-K).
     pub fn launches_reduce(&self) -> bool {
-        self.split_k > 1 && !self.cluster_reduce
-    }
-
-    /// Bytes of C one block tile holds: what a cluster-reduced block keeps in shared memory
-    /// for the other blocks of its cluster.
-    pub fn tile_bytes(&self) -> u32 {
-        4u32.saturating_mul(self.m_s).saturating_mul(self.n_s)
+        self.split_k > 1
     }
 
     /// Block tiles of an m×n C.
@@ -575,13 +552,7 @@ impl KernelConfig {
         } else {
             format!("_rc{}", self.row_chunk)
         };
-        let schedule = if self.stream_k {
-            STREAM_K_SUFFIX
-        } else if self.cluster_reduce {
-            CLUSTER_SUFFIX
-        } else {
-            ""
-        };
+        let schedule = if self.stream_k { STREAM_K_SUFFIX } else { "" };
         format!(
             "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}",
             self.a_copy.token(),
@@ -613,10 +584,6 @@ impl KernelConfig {
     fn parse_name_loosely(name: &str) -> Option<Self> {
         let rest = name.strip_prefix("nm_spmm_f32_")?;
         let (rest, stream_k) = match rest.strip_suffix(STREAM_K_SUFFIX) {
-            Some(rest) => (rest, true),
-            None => (rest, false),
-        };
-        let (rest, cluster_reduce) = match rest.strip_suffix(CLUSTER_SUFFIX) {
             Some(rest) => (rest, true),
             None => (rest, false),
         };
@@ -657,7 +624,6 @@ impl KernelConfig {
             split_k: num(sk, "sk")?,
             row_chunk,
             stream_k,
-            cluster_reduce,
         })
     }
 }
@@ -685,8 +651,6 @@ struct StoredConfig {
     row_chunk: u32,
     #[serde(default)]
     stream_k: bool,
-    #[serde(default)]
-    cluster_reduce: bool,
 }
 
 impl From<StoredConfig> for KernelConfig {
@@ -714,7 +678,6 @@ impl From<StoredConfig> for KernelConfig {
             split_k: s.split_k,
             row_chunk: s.row_chunk,
             stream_k: s.stream_k,
-            cluster_reduce: s.cluster_reduce,
         }
     }
 }
@@ -792,7 +755,6 @@ mod tests {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         };
         assert_eq!(
             cfg.name(),
@@ -822,7 +784,6 @@ mod tests {
         let chunked = KernelConfig {
             row_chunk: 4,
             stream_k: false,
-            cluster_reduce: false,
             ..whole
         };
         assert_eq!(

@@ -31,8 +31,6 @@ pub struct ConfigFields {
     pub row_chunk: u32,
     /// Whether the tiles of the last two waves are shared out stream-K.
     pub stream_k: bool,
-    /// Whether the split blocks of a tile add their sums up inside a thread block cluster.
-    pub cluster_reduce: bool,
 }
 
 impl From<&KernelConfig> for ConfigFields {
@@ -53,7 +51,6 @@ impl From<&KernelConfig> for ConfigFields {
             split_k: c.split_k,
             row_chunk: c.row_chunk,
             stream_k: c.stream_k,
-            cluster_reduce: c.cluster_reduce,
         }
     }
 }

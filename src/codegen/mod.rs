@@ -5,10 +5,8 @@
 //! Each rendered module defines, for configuration `cfg`, the entry points named after
 //! `<name>` = `render::compile_key(cfg).name()` (split_k is a run-time value, `gridDim.z`, so
 //! configurations that differ only in split_k share one module and their symbols carry
-//! `_sk1`, or `_sk2` for a cluster-reduced split): `<name>` and `<name>_reduce`, for a
-//! stream-K configuration also `<name>_stream`, and for a cluster-reduced one
-//! `<name>_in_cluster` (same arguments, launched in clusters of split_k blocks along z; the
-//! workspace unused): the kernel its launches start ([`render::KernelSource::name`]):
+//! `_sk1`): `<name>` and `<name>_reduce`, and for a stream-K configuration also
+//! `<name>_stream`, the kernel its launches start ([`render::KernelSource::name`]):
 //!
 //! ```text
 //! extern "C" __global__ void <name>(

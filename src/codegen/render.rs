@@ -50,10 +50,6 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/nm_spmm_sk.cu.tera"),
     ),
     (
-        "nm_spmm_cluster.cu.tera",
-        include_str!("../../templates/nm_spmm_cluster.cu.tera"),
-    ),
-    (
         "decode_common.cu.tera",
         include_str!("../../templates/decode_common.cu.tera"),
     ),
@@ -105,12 +101,10 @@ pub struct KernelSource {
     pub source: String,
 }
 
-/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1` (split_k
-/// is a launch parameter), or 2 for a cluster-reduced one, which needs a split to be valid.
+/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`.
 /// Configurations with equal keys share one source, one compilation and one cubin.
 pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
-    let split_k = if cfg.cluster_reduce { 2 } else { 1 };
-    KernelConfig { split_k, ..*cfg }
+    KernelConfig { split_k: 1, ..*cfg }
 }
 
 /// The stream-K schedule's template: a second entry kernel beside the tiled family's own,
@@ -122,30 +116,13 @@ pub fn stream_name(base: &str) -> String {
     format!("{base}_stream")
 }
 
-/// The cluster-reduced split's template: a second entry kernel beside the tiled family's
-/// own, rendered for configurations with `cluster_reduce`.
-const CLUSTER_TEMPLATE: &str = "nm_spmm_cluster.cu.tera";
-
-/// The entry symbol of a cluster-reduced configuration's module whose base name is `base`.
-pub fn cluster_name(base: &str) -> String {
-    format!("{base}_in_cluster")
-}
-
-/// Templates rendered beside a family's own for some of its configurations.
-#[derive(Clone, Copy)]
-struct Schedules {
-    stream_k: bool,
-    cluster: bool,
-}
-
-/// Hex SHA-256 of the templates of `families` (and the stream-K and cluster templates where
-/// `schedules` says), in [`TEMPLATES`] order (each once).
-fn checksum_of(families: &[Family], schedules: Schedules) -> String {
+/// Hex SHA-256 of the templates of `families` (and the stream-K template with
+/// `stream_k`), in [`TEMPLATES`] order (each once).
+fn checksum_of(families: &[Family], stream_k: bool) -> String {
     let mut hasher = Sha256::new();
     for (name, text) in TEMPLATES {
         let used = families.iter().any(|f| family_templates(*f).contains(name))
-            || (schedules.stream_k && *name == STREAM_K_TEMPLATE)
-            || (schedules.cluster && *name == CLUSTER_TEMPLATE);
+            || (stream_k && *name == STREAM_K_TEMPLATE);
         if used {
             hasher.update(name.as_bytes());
             hasher.update([0u8]);
@@ -157,7 +134,7 @@ fn checksum_of(families: &[Family], schedules: Schedules) -> String {
 }
 
 /// The checksum of the templates that may serve `problem` ([`Family::serving`], and the
-/// stream-K and cluster schedules above decode size), computed once per set: the key of a tuning run,
+/// stream-K schedule above decode size), computed once per set: the key of a tuning run,
 /// by which it resumes. A tuning-database row is current while it matches, or while its
 /// kernel's own templates are unchanged ([`kernel_checksum`]): a change to the decode
 /// template leaves the rows of problems above m = 16 valid, and a family or schedule added
@@ -177,13 +154,8 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     } else {
         &LARGE_M
     };
-    let tiled = families.contains(&Family::Tiled);
-    let above_decode = tiled && !problem.is_decode();
-    let schedules = Schedules {
-        stream_k: above_decode,
-        cluster: above_decode,
-    };
-    cell.get_or_init(|| checksum_of(families, schedules))
+    let stream_k = families.contains(&Family::Tiled) && !problem.is_decode();
+    cell.get_or_init(|| checksum_of(families, stream_k))
 }
 
 /// The checksum of one family's templates, written into every module it renders (so that
@@ -199,27 +171,16 @@ pub fn family_checksum(family: Family) -> &'static str {
         Family::Ew => &ELEMENT_WISE,
         Family::EwDecode => &ELEMENT_WISE_DECODE,
     };
-    let alone = Schedules {
-        stream_k: false,
-        cluster: false,
-    };
-    cell.get_or_init(|| checksum_of(&[family], alone))
+    cell.get_or_init(|| checksum_of(&[family], false))
 }
 
 /// The checksum of the templates that render `cfg`: its family's ([`family_checksum`]), and
-/// the stream-K or cluster template for a configuration of that schedule. Stored with every
-/// measurement, so a row stays current while the code it timed is still generated.
+/// the stream-K template for a stream-K configuration. Stored with every measurement, so a
+/// row stays current while the code it timed is still generated.
 pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
-    static TILED_CLUSTER: OnceLock<String> = OnceLock::new();
-    let schedules = Schedules {
-        stream_k: cfg.stream_k,
-        cluster: cfg.cluster_reduce,
-    };
     if cfg.stream_k {
-        TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], schedules))
-    } else if cfg.cluster_reduce {
-        TILED_CLUSTER.get_or_init(|| checksum_of(&[Family::Tiled], schedules))
+        TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], true))
     } else {
         family_checksum(cfg.family())
     }
@@ -235,8 +196,6 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     let reduce_name = cfg.launches_reduce().then(|| format!("{base}_reduce"));
     let name = if cfg.stream_k {
         stream_name(&base)
-    } else if cfg.cluster_reduce {
-        cluster_name(&base)
     } else {
         base
     };
@@ -272,8 +231,6 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
     };
     let template = if cfg.stream_k {
         STREAM_K_TEMPLATE
-    } else if cfg.cluster_reduce {
-        CLUSTER_TEMPLATE
     } else {
         family_templates(cfg.family())[0]
     };
@@ -386,7 +343,6 @@ mod tests {
             split_k: 4,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         }
     }
 

@@ -105,7 +105,6 @@ pub fn validate(cfg: &KernelConfig, gpu: &GpuProfile) -> Result<(), CodegenError
 pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
     chunk_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     stream_k_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
-    cluster_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     match cfg.family() {
         Family::Tiled => tiled_rules(cfg),
         Family::Decode => pattern_rules(cfg)
@@ -200,33 +199,6 @@ fn stream_k_rules(cfg: &KernelConfig) -> Rule {
     rule(cfg.split_k == 1, || {
         format!(
             "a stream-K schedule shares out whole k-ranges: split_k must be 1, not {}",
-            cfg.split_k
-        )
-    })
-}
-
-/// The most blocks a thread block cluster may portably hold: a cluster-reduced split's
-/// blocks form one cluster, so split_k is at most this.
-pub const CLUSTER_MAX: u32 = 8;
-
-/// First compute capability with thread block clusters and distributed shared memory.
-pub const CLUSTER_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
-
-/// A cluster-reduced split adds the tiled family's split-K partial sums up inside the
-/// cluster its split_k blocks form.
-fn cluster_rules(cfg: &KernelConfig) -> Rule {
-    if !cfg.cluster_reduce {
-        return Ok(());
-    }
-    rule(cfg.family() == Family::Tiled, || {
-        "cluster_reduce applies to the tiled family only".to_string()
-    })?;
-    rule(!cfg.stream_k, || {
-        "cluster_reduce adds up split-K sums; a stream-K schedule has none".to_string()
-    })?;
-    rule(cfg.split_k > 1 && cfg.split_k <= CLUSTER_MAX, || {
-        format!(
-            "cluster_reduce needs split_k from 2 to {CLUSTER_MAX} (one cluster per tile), not {}",
             cfg.split_k
         )
     })
@@ -702,17 +674,7 @@ fn gpu_rules(cfg: &KernelConfig, gpu: &GpuProfile) -> Rule {
             "cp.async needs compute capability 8.0 or newer; {} is {}.{}",
             gpu.name, cc.0, cc.1
         )
-    })?;
-    let (major, minor) = CLUSTER_COMPUTE_CAPABILITY;
-    rule(
-        !cfg.cluster_reduce || cc >= CLUSTER_COMPUTE_CAPABILITY,
-        || {
-            format!(
-            "cluster_reduce needs thread block clusters, compute capability {major}.{minor} or newer; {} is {}.{}",
-            gpu.name, cc.0, cc.1
-        )
-        },
-    )
+    })
 }
 
 fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
@@ -739,12 +701,6 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     rule(!cfg.stream_k || !problem.is_decode(), || {
         format!(
             "the stream-K schedule serves problems above decode size, not m = {}",
-            problem.m
-        )
-    })?;
-    rule(!cfg.cluster_reduce || !problem.is_decode(), || {
-        format!(
-            "the cluster-reduced split serves problems above decode size, not m = {}",
             problem.m
         )
     })?;

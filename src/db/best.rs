@@ -137,7 +137,6 @@ mod tests {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         }
     }
 

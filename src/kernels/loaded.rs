@@ -247,14 +247,8 @@ impl LoadedKernel {
         // stream-K launch's workers follow its data-parallel rows as an ordinary launch.
         let first_dependent =
             self.programmatic && (cfg.family().is_direct() || self.transpose.is_some());
-        // A cluster-reduced split launches its S blocks of a tile as one cluster.
-        let cluster_z = if cfg.cluster_reduce { cfg.split_k } else { 1 };
         for (i, (function, grid, sk_tiles)) in launches.into_iter().enumerate() {
-            let attrs = LaunchAttrs {
-                programmatic: first_dependent && i == 0,
-                cluster_z,
-            };
-            if attrs.programmatic || attrs.cluster_z > 1 {
+            if first_dependent && i == 0 {
                 let a: &dyn DevicePtr<f32> = match self.transpose {
                     Some(_) => &transposed,
                     None => bufs.a,
@@ -268,7 +262,7 @@ impl LoadedKernel {
                     stream_k: sk_tiles.map(|sk_tiles| (&mut bufs.workspace.counters, sk_tiles)),
                     scalars: (m32, n32, k32, alpha, beta),
                 };
-                launch_main_ex(stream, function, grid, args, attrs)
+                launch_main_dependent(stream, function, grid, args)
                     .map_err(driver_err(format!("launching {}", cfg.name())))?;
                 continue;
             }
@@ -447,11 +441,7 @@ fn launch_reduce_dependent(
     params.floats.extend([alpha, beta]);
     // SAFETY: the `_reduce` ABI (workspace, C, m, n, split_k, alpha, beta); the buffers were
     // sized by the callers and the guards above keep them alive past the launch.
-    let attrs = LaunchAttrs {
-        programmatic: true,
-        cluster_z: 1,
-    };
-    unsafe { launch_ex(stream, function, grid, params, attrs) }
+    unsafe { launch_programmatic(stream, function, grid, params) }
 }
 
 /// The transposing copy paths' first kernel: row-major `a` (m×k) into `transposed`.
@@ -487,15 +477,13 @@ struct MainArgs<'a, 'b> {
     scalars: (i32, i32, i32, f32, f32),
 }
 
-/// Launch a main kernel through `cuLaunchKernelEx` with `attrs`: as a programmatic dependent
-/// of the kernel before it in the stream (the template waits for that grid before it reads A
-/// or writes anything), in clusters, or both.
-fn launch_main_ex(
+/// Launch a main kernel as a programmatic dependent of the kernel before it in the stream
+/// (the template waits for that grid before it reads A or writes anything).
+fn launch_main_dependent(
     stream: &Arc<CudaStream>,
     function: &CudaFunction,
     grid: LaunchConfig,
     args: MainArgs<'_, '_>,
-    attrs: LaunchAttrs,
 ) -> Result<(), DriverError> {
     let mut guards = Vec::with_capacity(7);
     let mut params = KernelParams::default();
@@ -528,7 +516,7 @@ fn launch_main_ex(
     // SAFETY: the main-kernel ABI of codegen (A, B', D [, col_info, col_count], C, workspace
     // [, counters], m, n, k [, sk_tiles], alpha, beta); sizes checked by the callers, buffers
     // kept alive by `guards`.
-    let launched = unsafe { launch_ex(stream, function, grid, params, attrs) };
+    let launched = unsafe { launch_programmatic(stream, function, grid, params) };
     drop(guards);
     launched
 }
@@ -551,25 +539,15 @@ struct KernelParams {
     floats: Vec<f32>,
 }
 
-/// How `cuLaunchKernelEx` launches a kernel (sm_90+ features).
-#[derive(Clone, Copy)]
-struct LaunchAttrs {
-    /// Programmatic stream serialization: the grid may start before the previous one ends.
-    programmatic: bool,
-    /// Blocks per thread block cluster along z (1: no clusters).
-    cluster_z: u32,
-}
-
-/// Launch `function` with `attrs`.
+/// Launch `function` with programmatic stream serialization (sm_90+).
 ///
 /// # Safety
 /// `params` must match the kernel's signature and its pointers stay valid until the kernel ran.
-unsafe fn launch_ex(
+unsafe fn launch_programmatic(
     stream: &Arc<CudaStream>,
     function: &CudaFunction,
     grid: LaunchConfig,
     mut params: KernelParams,
-    attrs: LaunchAttrs,
 ) -> Result<(), DriverError> {
     let mut list: Vec<*mut c_void> = Vec::new();
     list.extend(
@@ -585,23 +563,10 @@ unsafe fn launch_ex(
             .iter_mut()
             .map(|p| p as *mut f32 as *mut c_void),
     );
-    let mut list_attrs: Vec<sys::CUlaunchAttribute> = Vec::with_capacity(2);
-    if attrs.programmatic {
-        // SAFETY: a zeroed attribute is a valid plain-data value; id and value are set.
-        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
-        list_attrs.push(attr);
-    }
-    if attrs.cluster_z > 1 {
-        // SAFETY: as above.
-        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = 1;
-        attr.value.clusterDim.y = 1;
-        attr.value.clusterDim.z = attrs.cluster_z;
-        list_attrs.push(attr);
-    }
+    // SAFETY: a zeroed attribute is a valid plain-data value; id and value are set.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
     let config = sys::CUlaunchConfig {
         gridDimX: grid.grid_dim.0,
         gridDimY: grid.grid_dim.1,
@@ -611,8 +576,8 @@ unsafe fn launch_ex(
         blockDimZ: grid.block_dim.2,
         sharedMemBytes: grid.shared_mem_bytes,
         hStream: stream.cu_stream(),
-        attrs: list_attrs.as_mut_ptr(),
-        numAttrs: list_attrs.len() as u32,
+        attrs: &mut attr,
+        numAttrs: 1,
     };
     stream.context().bind_to_thread()?;
     // SAFETY: the caller vouches for `params`; `list` points into it and both outlive the call.

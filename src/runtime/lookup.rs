@@ -452,12 +452,7 @@ fn resplit(entry: &Entry, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConf
     SPLIT_K_VALUES
         .iter()
         .filter(|&&split_k| !same_grid || split_k == cfg.split_k)
-        .map(|&split_k| KernelConfig {
-            split_k,
-            // Unsplit, a cluster-reduced kernel is its plain twin (it adds nothing up).
-            cluster_reduce: kernel.cluster_reduce && split_k > 1,
-            ..kernel
-        })
+        .map(|&split_k| KernelConfig { split_k, ..kernel })
         .filter(|c| validate(c, gpu).is_ok() && validate_for_problem(c, problem).is_ok())
         .collect()
 }
@@ -640,7 +635,6 @@ mod tests {
             split_k,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         }
     }
 
@@ -783,7 +777,6 @@ mod tests {
         let p = problem(32, 2048, 8192);
         let streamed = KernelConfig {
             stream_k: true,
-            cluster_reduce: false,
             ..config(32, 1)
         };
         assert!(validate(&streamed, &h100()).is_ok());
@@ -799,7 +792,6 @@ mod tests {
         let p = problem(40, 2048, 8192);
         let streamed = KernelConfig {
             stream_k: true,
-            cluster_reduce: false,
             ..config(32, 1)
         };
         let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();
@@ -813,7 +805,6 @@ mod tests {
         let p = problem(64, 2080, 8192);
         let streamed = KernelConfig {
             stream_k: true,
-            cluster_reduce: false,
             ..config(32, 1)
         };
         let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();

@@ -75,8 +75,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         // strategies rank whole tiles, then time the chunked variants of their first picks.
         Strategy::Warm | Strategy::Pruned => {
             let picked = pruned_candidates(whole_tiles(space), problem, gpu);
-            let picked = with_stream_k(with_row_chunks(picked, problem, gpu), problem, gpu);
-            with_cluster_reduce(picked, problem, gpu)
+            with_stream_k(with_row_chunks(picked, problem, gpu), problem, gpu)
         }
         Strategy::Model => {
             let picked = model_picks(&ranked(whole_tiles(space), problem, gpu), MODEL_TOP, true);
@@ -143,31 +142,6 @@ pub fn with_stream_k(
     with_variants(picked, problem, gpu, (firsts, STREAM_K_TOP), |cfg| {
         [KernelConfig {
             stream_k: true,
-            cluster_reduce: false,
-            ..cfg
-        }]
-    })
-}
-
-/// Split tiled candidates whose cluster-reduced twins ([`KernelConfig::cluster_reduce`])
-/// the timing strategies time too: the twin drops the partial sums' round trip through L2
-/// and the second kernel, but its main loop is compiled in another entry, whose registers
-/// ptxas may allocate differently (as the stream-K workers' were), so each is timed.
-pub const CLUSTER_TOP: usize = 4;
-
-/// `picked` followed by the valid cluster-reduced twins of its first [`CLUSTER_TOP`] tiled
-/// configurations that split k (none on GPUs without thread block clusters).
-pub fn with_cluster_reduce(
-    picked: Vec<KernelConfig>,
-    problem: &Problem,
-    gpu: &GpuProfile,
-) -> Vec<KernelConfig> {
-    let firsts = |cfg: &KernelConfig| {
-        cfg.family() == Family::Tiled && cfg.split_k > 1 && !cfg.cluster_reduce
-    };
-    with_variants(picked, problem, gpu, (firsts, CLUSTER_TOP), |cfg| {
-        [KernelConfig {
-            cluster_reduce: true,
             ..cfg
         }]
     })
@@ -654,7 +628,6 @@ impl Seed {
             split_k,
             row_chunk: 0,
             stream_k: false,
-            cluster_reduce: false,
         }
     }
 }
@@ -828,7 +801,6 @@ mod tests {
                     let base = KernelConfig {
                         row_chunk: 0,
                         stream_k: false,
-                        cluster_reduce: false,
                         ..*cfg
                     };
                     assert!(
@@ -863,7 +835,6 @@ mod tests {
         for cfg in stream {
             let base = KernelConfig {
                 stream_k: false,
-                cluster_reduce: false,
                 ..*cfg
             };
             assert!(
