@@ -3,9 +3,12 @@
 
 usage: sass_banks.py FILE.sass [FILE.sass ...]   (cuobjdump -sass output)
 
-For every FFMA, the source registers it reads from the register file (operands marked .reuse
-come from the operand reuse cache and are not counted) are grouped by register number mod 2;
-an FFMA with two or more such registers of one parity reads one bank twice. Prints, per file,
+For every FFMA, the source registers it reads from the register file are grouped by register
+number mod 2; an FFMA with two or more such registers of one parity reads one bank twice. An
+operand marked .reuse is read from the file and kept in the operand reuse cache for the next
+instruction: it is that next instruction which reads the register from the cache, when it
+has the same register in the same operand slot (so the first FFMA of a chain that shares an
+operand pays, and the last, unmarked one does not). Prints, per file,
 the FFMA count and the share that does, over the kernel and over its main loop: the span of
 the longest backward branch in the function with the most FFMAs, the interior k-loop. Why
 it matters: the section "Register banks" that docs/results/v4.14/stash.patch adds to the
@@ -16,6 +19,7 @@ import sys
 ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
 BRANCH = re.compile(r"\bBRA\s+(0x[0-9a-f]+)")
 FFMA = re.compile(r"\bFFMA\S*\s+(R\d+|RZ)\s*,\s*(.*?)\s*;")
+INSTRUCTION = re.compile(r"\*/\s+(?:@!?U?P\w+\s+)?[A-Z][A-Z0-9_.]*\s+(?:[^,;]+,)?\s*(.*?)\s*;")
 OPERAND = re.compile(r"^-?\|?(R\d+)(\.reuse)?\|?$")
 
 
@@ -45,26 +49,31 @@ def main_loop(lines):
     return lines[best[1]:best[2]]
 
 
-def file_registers(operands):
-    """Source registers of one FFMA read from the file (not the reuse cache)."""
-    regs = []
-    for op in operands.split(","):
+def source_slots(operands):
+    """(slot, register, marked .reuse) of each register source operand."""
+    slots = []
+    for slot, op in enumerate(operands.split(",")):
         hit = OPERAND.match(op.strip())
-        if hit and not hit.group(2):
-            regs.append(int(hit.group(1)[1:]))
-    return regs
+        if hit:
+            slots.append((slot, int(hit.group(1)[1:]), bool(hit.group(2))))
+    return slots
 
 
 def same_bank_share(lines):
     total = same = 0
+    cached = {}  # slot -> register the previous instruction kept in the reuse cache
     for line in lines:
-        hit = FFMA.search(line)
+        hit = FFMA.search(line) or INSTRUCTION.search(line)
         if not hit:
             continue
-        parities = [r % 2 for r in file_registers(hit.group(2))]
-        total += 1
-        if len(parities) != len(set(parities)):
-            same += 1
+        slots = source_slots(hit.group(hit.lastindex))
+        if FFMA.search(line):
+            from_file = [reg for slot, reg, _ in slots if cached.get(slot) != reg]
+            parities = [r % 2 for r in from_file]
+            total += 1
+            if len(parities) != len(set(parities)):
+                same += 1
+        cached = {slot: reg for slot, reg, reuse in slots if reuse}
     return total, same
 
 
