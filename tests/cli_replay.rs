@@ -360,7 +360,7 @@ fn check_replay_names_best_entries_an_older_build_chose() {
     unchanged.kernel_checksum = Some(nmtune::codegen::kernel_checksum(&configs[1]).into());
     db.record_all(&[changed, unchanged]).unwrap();
     drop(db);
-    point_best_at_fastest(&path);
+    common::point_best_at_fastest(&path);
     let file = dir.path().join("older.measurements.jsonl");
     export(&path, &file);
     let out = check_replay(&path, &file).output().unwrap();
@@ -374,26 +374,6 @@ fn check_replay_names_best_entries_an_older_build_chose() {
             && !stderr.contains("panicked"),
         "{stderr}"
     );
-}
-
-/// The older build's best entry: the database's fastest timing, whatever this build's rule says.
-fn point_best_at_fastest(path: &Path) {
-    use sqlx::Connection;
-    let url = format!("sqlite://{}", path.display());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-        sqlx::query(
-            "UPDATE best SET measurement_id = \
-             (SELECT id FROM measurements ORDER BY median_us LIMIT 1)",
-        )
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    });
 }
 
 #[test]

@@ -306,6 +306,31 @@ fn model_entries_serve_when_nothing_was_measured() {
     );
 }
 
+/// A database an older build tuned: its `best` table names a timing of since-changed
+/// templates although the database holds a current timing of the problem too.
+#[test]
+fn a_current_timing_stands_in_for_a_best_an_older_build_chose() {
+    let p = problem(256, 4096, 4096, nm(8, 32));
+    let mut changed = stale(row(p, config(128, p.nm), Source::Measured, 10.0));
+    changed.kernel_checksum = Some("older".into());
+    let current = row(p, config(64, p.nm), Source::Measured, 40.0);
+    let (_dir, path) = db_with(&[changed, current]);
+    common::point_best_at_fastest(&path);
+    let db = Database::open_read_only(&path).unwrap();
+    assert_eq!(db.best_entries(None).unwrap()[0].config.m_s, 128);
+    assert_eq!(db.serving_entries(None).unwrap()[0].config.m_s, 64);
+    drop(db);
+    // The runtime launches the current timing's kernel, and the report names the same entry.
+    let lookup = Lookup::open(&path, GPU).unwrap();
+    let choice = lookup.lookup(&p).unwrap();
+    assert_eq!((choice.rule, choice.config.m_s), (Rule::Exact, 64));
+    assert_eq!(lookup.stats().stale_ignored, 0);
+    let report = common::report_json(&path);
+    assert_eq!(report.len(), 1);
+    assert_eq!(report[0]["kernel"], config(64, p.nm).name());
+    assert_eq!(report[0]["current_templates"], true);
+}
+
 #[test]
 fn stale_template_checksums_are_ignored_with_one_warning() {
     capture_logs();

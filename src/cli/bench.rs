@@ -190,7 +190,7 @@ fn db_jobs(
     let db = Database::open_read_only(path)?;
     let gpu_filter = (gpu != "auto").then_some(gpu);
     let jobs: Vec<_> = db
-        .best_entries(gpu_filter)?
+        .serving_entries(gpu_filter)?
         .into_iter()
         .filter(|best| m.map_or(true, |m| best.problem.m == m))
         .map(|best| (best.problem, vec![best.config]))

@@ -111,7 +111,7 @@ impl ReportRow {
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let db = Database::open_read_only(&args.db)?;
     let gpu = args.gpu.as_deref().map(|g| g.trim().to_ascii_lowercase());
-    let mut best = db.best_entries(gpu.as_deref())?;
+    let mut best = db.serving_entries(gpu.as_deref())?;
     if best.is_empty() {
         // Never an empty answer that looks like a result.
         let gpus = db.gpus()?;

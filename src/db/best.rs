@@ -113,6 +113,41 @@ pub fn best_per_problem(
     best
 }
 
+/// `stored`, one best entry per (GPU, problem) as a database's `best` table holds them, as
+/// this build serves them: a stored best that is not current ([`is_current`]) gives way to the
+/// problem's best among `rows` that are current and of a source at least as trusted
+/// ([`trust`]), by [`better`]. Why: the `best` table is kept by the build that wrote it, so in
+/// a database an older build tuned, a problem whose best timed since-changed templates would
+/// otherwise be served by defaults even where the database holds a current timing of it (66
+/// of the H200's 848 decode problems once, docs/perf-log.md session 32). A prediction still
+/// never displaces a timing. Order of `stored` kept.
+pub fn serving_bests(
+    stored: Vec<Measurement>,
+    rows: impl IntoIterator<Item = Measurement>,
+) -> Vec<Measurement> {
+    let stale: HashMap<(String, Problem), u8> = stored
+        .iter()
+        .filter(|m| !is_current(m))
+        .map(|m| ((m.gpu.clone(), m.problem), trust(m.source)))
+        .collect();
+    if stale.is_empty() {
+        return stored;
+    }
+    let standing_in = rows.into_iter().filter(|m| {
+        let floor = stale.get(&(m.gpu.clone(), m.problem));
+        matches!(floor, Some(&floor) if trust(m.source) >= floor) && is_current(m)
+    });
+    let mut replacements = best_per_problem(standing_in);
+    stored
+        .into_iter()
+        .map(|m| {
+            replacements
+                .remove(&(m.gpu.clone(), m.problem))
+                .unwrap_or(m)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +353,27 @@ mod tests {
             .min_by(|a, b| a.1.median_us.unwrap().total_cmp(&b.1.median_us.unwrap()))
             .map(|(id, _)| *id);
         assert_eq!(pick_best(entries), expected);
+    }
+
+    #[test]
+    fn a_stale_stored_best_gives_way_to_a_current_timing_never_to_a_prediction() {
+        let timed = |m_s: u32, source: Source, us: f64, current: bool| {
+            let mut m = entry(m_s, us, source);
+            if current {
+                m.template_checksum = crate::codegen::templates_checksum(&m.problem).into();
+            }
+            m
+        };
+        let stale_best = timed(128, Source::Measured, 10.0, false);
+        let rows = vec![
+            stale_best.clone(),
+            timed(64, Source::Measured, 40.0, true),
+            timed(32, Source::Model, 1.0, true),
+        ];
+        let served = serving_bests(vec![stale_best.clone()], rows.clone());
+        assert_eq!(served[0].config.m_s, 64);
+        // Without a current timing the stale entry stays (and is never launched).
+        let served = serving_bests(vec![stale_best], rows.into_iter().skip(2));
+        assert_eq!(served[0].config.m_s, 128);
     }
 }

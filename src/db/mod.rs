@@ -15,7 +15,8 @@ mod store;
 mod types;
 
 pub use best::{
-    best_per_problem, better, can_be_best, compare, is_current, is_current_against, trust,
+    best_per_problem, better, can_be_best, compare, is_current, is_current_against, serving_bests,
+    trust,
 };
 pub use error::DbError;
 pub use identity::{APPLICATION_ID, APPLICATION_NAME, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
@@ -231,6 +232,18 @@ impl Database {
             self.schema_version,
             gpu,
         ))
+    }
+
+    /// [`Database::best_entries`] as this build serves them ([`serving_bests`]): where a stored
+    /// best times code this build no longer generates, the problem's best current timing
+    /// instead, if the database holds one. What the runtime launches and `nmtune report`
+    /// shows.
+    pub fn serving_entries(&self, gpu: Option<&str>) -> Result<Vec<Measurement>, DbError> {
+        let stored = self.best_entries(gpu)?;
+        if stored.iter().all(is_current) {
+            return Ok(stored);
+        }
+        Ok(serving_bests(stored, self.measurements(gpu)?))
     }
 
     /// The best measurement of one problem on one GPU, if any was good enough.

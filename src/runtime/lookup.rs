@@ -29,12 +29,14 @@
 //! Which entry is best per problem is the database's one rule ([`crate::db::better`]: a more
 //! trusted source first, measured > replay > model, then this build's templates, then the
 //! smaller median): [`Lookup::open`] reads the database's `best` table, which that rule keeps,
-//! so `nmtune report` and the runtime always name the same entry; [`Lookup::from_measurements`]
-//! applies the same rule in memory. A best entry that is not current ([`is_current`]: tuned
-//! with other templates than those serving its problem now, and its own family's templates
-//! changed or not recorded) describes code this build does not generate: it is never launched
-//! (the problem falls through to rules 2 and 3), with one warning for the table. Only the best
-//! entry is considered: a current row behind a stale best waits for the re-tune.
+//! as this build serves it ([`Database::serving_entries`], which `nmtune report` reads too, so
+//! both always name the same entry); [`Lookup::from_measurements`] applies the same rule in
+//! memory. A best entry that is not current ([`is_current`]: tuned with other templates than
+//! those serving its problem now, and its own family's templates changed or not recorded)
+//! describes code this build does not generate: the problem's best current timing of a source
+//! as trusted stands in for it ([`crate::db::serving_bests`]); where there is none, it is
+//! never launched (the problem falls through to rules 2 and 3), with one warning for the
+//! table.
 
 use super::RuntimeError;
 use crate::codegen::validate::m_multiple;
@@ -202,7 +204,7 @@ impl Lookup {
             if stored_profile.is_none() {
                 stored_profile = db.gpu_profile(&name)?;
             }
-            best.extend(db.best_entries(Some(&name))?);
+            best.extend(db.serving_entries(Some(&name))?);
             measurements.extend(db.measurements(Some(&name))?);
             opened.push(path.display().to_string());
         }
