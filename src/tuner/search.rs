@@ -75,6 +75,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         // strategies rank whole tiles, then time the chunked variants of their first picks.
         Strategy::Warm | Strategy::Pruned => {
             let picked = pruned_candidates(whole_tiles(space), problem, gpu);
+            let picked = with_transposed_twins(picked, problem, gpu);
             with_stream_k(with_row_chunks(picked, problem, gpu), problem, gpu)
         }
         Strategy::Model => {
@@ -145,6 +146,39 @@ pub fn with_stream_k(
             ..cfg
         }]
     })
+}
+
+/// Row-major tiled candidates copying A's rows directly (`Row4`, `Row16`, `RowK`) whose
+/// twins on the transposing path ([`ACopy::Transposed`]: the column-major main loop behind a
+/// transposing pass) the timing strategies time too. The model ranks the two paths apart, so
+/// a search could time a row-copy winner without ever timing its twin: on the H200, 37 of 42
+/// row-major problems whose committed winner copied rows directly ran faster as its
+/// transposing twin, by 3.8 % in geometric mean and up to 13 % (docs/perf-log.md, session 33).
+pub const TRANSPOSED_TWINS_TOP: usize = 3;
+
+/// `picked` followed by the valid transposing twins of its first [`TRANSPOSED_TWINS_TOP`]
+/// tiled configurations that copy row-major A directly.
+pub fn with_transposed_twins(
+    picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts = |cfg: &KernelConfig| {
+        cfg.family() == Family::Tiled
+            && matches!(cfg.a_copy, ACopy::Row4 | ACopy::Row16 | ACopy::RowK)
+    };
+    with_variants(
+        picked,
+        problem,
+        gpu,
+        (firsts, TRANSPOSED_TWINS_TOP),
+        |cfg| {
+            [KernelConfig {
+                a_copy: ACopy::Transposed,
+                ..cfg
+            }]
+        },
+    )
 }
 
 /// Vector-wise decode candidates of 4-row blocks whose 8-row variants
@@ -849,5 +883,45 @@ mod tests {
         assert!(!candidates(&problem(4096), &gpu, Strategy::Model)
             .iter()
             .any(|c| c.stream_k));
+    }
+
+    #[test]
+    fn row_major_searches_time_the_transposing_twins_of_their_row_copying_picks() {
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let nm = NmPattern::new(12, 32).unwrap();
+        let row = Problem::new(320, 4096, 11008, nm, 32).unwrap();
+        let twins_of = |picked: &[KernelConfig]| {
+            let row_copying: Vec<_> = picked
+                .iter()
+                .filter(|c| matches!(c.a_copy, ACopy::Row4 | ACopy::Row16 | ACopy::RowK))
+                .take(TRANSPOSED_TWINS_TOP)
+                .collect();
+            assert!(!row_copying.is_empty(), "no row-copying pick to pair");
+            for cfg in row_copying {
+                let twin = KernelConfig {
+                    a_copy: ACopy::Transposed,
+                    ..*cfg
+                };
+                let valid = validate::validate(&twin, &gpu).is_ok()
+                    && validate::validate_for_problem(&twin, &row).is_ok();
+                assert_eq!(picked.contains(&twin), valid, "{cfg}: twin {twin}");
+            }
+        };
+        twins_of(&candidates(&row, &gpu, Strategy::Pruned));
+        // The committed H200 database's m = 320 winner (a `RowK` copy) and its faster twin.
+        let rowk = KernelConfig::parse_name(
+            "nm_spmm_f32_arowk_ms64_ns128_ks32_mt8_nt8_w8x4_n12m32l32_nopack_cp2_mb1_sk4",
+        )
+        .unwrap();
+        let picked = with_transposed_twins(vec![rowk], &row, &gpu);
+        assert_eq!(picked.len(), 2);
+        assert_eq!(picked[1].a_copy, ACopy::Transposed);
+        // Column-major problems have no such twins.
+        let col = row.with_layout(ALayout::ColMajor).unwrap();
+        let acol = KernelConfig {
+            a_copy: ACopy::Col16,
+            ..rowk
+        };
+        assert_eq!(with_transposed_twins(vec![acol], &col, &gpu), vec![acol]);
     }
 }
