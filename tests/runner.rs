@@ -437,8 +437,9 @@ fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are
             .collect();
         timed.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
         // The fastest earlier configurations, the Table I seeds and the default, in that
-        // order, then the row-chunk variants of the first whole tiles among them and the
-        // stream-K variants of the first tiles that do not split k.
+        // order, then the transposing twins of the first row-copying ones, the row-chunk
+        // variants of the first whole tiles among them and the stream-K variants of the first
+        // tiles that do not split k.
         let mut picked: Vec<KernelConfig> = timed
             .iter()
             .take(nmtune::tuner::warm::WARM_TOP)
@@ -453,7 +454,8 @@ fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are
                 picked.push(cfg);
             }
         }
-        let chunked = search::with_row_chunks(picked, problem, &h200());
+        let twinned = search::with_transposed_twins(picked, problem, &h200());
+        let chunked = search::with_row_chunks(twinned, problem, &h200());
         let expected: HashSet<String> = search::with_stream_k(chunked, problem, &h200())
             .iter()
             .map(KernelConfig::name)
