@@ -121,6 +121,29 @@ fn model_backend_fills_and_reports_every_problem() {
     assert!(rows
         .iter()
         .all(|r| r["source"] == "model" && r["median_us"].as_f64().unwrap() > 0.0));
+    // A re-tune searches every problem again and, the search being the same, ends the same.
+    let retune = nmtune()
+        .args(["--gpu", "h100", "--backend", "model", "--retune"])
+        .args(["--shapes", "shapes/example.yaml", "--db"])
+        .arg(&db)
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&retune.get_output().stderr).to_string();
+    assert!(
+        said.contains(&format!("{expected} tuned, 0 already done")),
+        "{said}"
+    );
+    assert_eq!(report_json(&db), rows);
+    // A replay reproduces a file; it cannot search again.
+    nmtune()
+        .args(["--gpu", "h100", "--backend", "replay", "--retune"])
+        .args(["--measurements", "tuning-db/h100.measurements.jsonl"])
+        .args(["--shapes", "shapes/example.yaml", "--db"])
+        .arg(dir.path().join("replay.sqlite"))
+        .assert()
+        .code(1)
+        .stderr(one_line_error("--retune searches again"));
+    assert!(!dir.path().join("replay.sqlite").exists());
 }
 
 #[test]

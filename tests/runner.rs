@@ -166,6 +166,7 @@ fn options(dir: &Path) -> TuneOptions {
         quiet: true,
         cache_dir: dir.join("cache"),
         seed: 7,
+        retune_since: None,
     }
 }
 
@@ -175,13 +176,22 @@ fn run(
     db: &Database,
     dir: &Path,
 ) -> (Vec<Call>, Result<TuneSummary, TuneError>) {
+    run_opts(fault, db, &options(dir))
+}
+
+/// [`run`] with other options.
+fn run_opts(
+    fault: Option<(Problem, String)>,
+    db: &Database,
+    opts: &TuneOptions,
+) -> (Vec<Call>, Result<TuneSummary, TuneError>) {
     let calls = Rc::new(RefCell::new(Vec::new()));
     let fake = Fake {
         calls: Rc::clone(&calls),
         fault,
     };
     // The loop owns the runner (and leaks it after a fault); the calls stay readable here.
-    let result = tune_with_runner(fake, &h200(), &problems(), db, &options(dir));
+    let result = tune_with_runner(fake, &h200(), &problems(), db, opts);
     let calls = calls.borrow().clone();
     (calls, result)
 }
@@ -386,16 +396,21 @@ fn a_benchmark_runs_the_same_loop_times_every_kernel_to_the_end_and_stores_nothi
 
 /// Run the loop with `strategy` on `db`; the kernels it ran, per problem.
 fn run_with(strategy: Strategy, db: &Database, dir: &Path) -> HashMap<Problem, HashSet<String>> {
+    let opts = TuneOptions {
+        strategy,
+        ..options(dir)
+    };
+    run_with_opts(db, &opts)
+}
+
+/// [`run_with`] with other options.
+fn run_with_opts(db: &Database, opts: &TuneOptions) -> HashMap<Problem, HashSet<String>> {
     let calls = Rc::new(RefCell::new(Vec::new()));
     let fake = Fake {
         calls: Rc::clone(&calls),
         fault: None,
     };
-    let opts = TuneOptions {
-        strategy,
-        ..options(dir)
-    };
-    tune_with_runner(fake, &h200(), &problems(), db, &opts).unwrap();
+    tune_with_runner(fake, &h200(), &problems(), db, opts).unwrap();
     let mut ran: HashMap<Problem, HashSet<String>> = HashMap::new();
     for call in calls.borrow().iter() {
         ran.entry(call.problem)
@@ -403,6 +418,77 @@ fn run_with(strategy: Strategy, db: &Database, dir: &Path) -> HashMap<Problem, H
             .insert(call.kernel.clone());
     }
     ran
+}
+
+/// The kernels the warm strategy offers `problem` given the timed `rows`, and whether it left
+/// some of them out: the fastest earlier configurations, the Table I seeds and the default, in
+/// that order, then the transposing twins of the first row-copying ones, the row-chunk
+/// variants of the first whole tiles among them and the stream-K variants of the first tiles
+/// that do not split k.
+fn warm_plan(rows: &[Measurement], problem: &Problem) -> (HashSet<String>, bool) {
+    let mut timed: Vec<&Measurement> = rows
+        .iter()
+        .filter(|m| m.problem == *problem && m.verified && m.median_us.is_some())
+        .filter(|m| matches!(m.status, Status::Ok | Status::Abandoned))
+        .collect();
+    timed.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
+    let mut picked: Vec<KernelConfig> = Vec::new();
+    for m in &timed {
+        if picked.len() < nmtune::tuner::warm::WARM_TOP && !picked.contains(&m.config) {
+            picked.push(m.config);
+        }
+    }
+    let cut = timed.len() > nmtune::tuner::warm::WARM_TOP;
+    let default = nmtune::kernels::table_one::default_config(problem, &h200()).unwrap();
+    let seeds = search::table_one_seeds(problem, &h200());
+    assert!(!seeds.is_empty(), "{problem}: no Table I seed to check");
+    for cfg in seeds.into_iter().chain([default]) {
+        if !picked.contains(&cfg) {
+            picked.push(cfg);
+        }
+    }
+    let twinned = search::with_transposed_twins(picked, problem, &h200());
+    let chunked = search::with_row_chunks(twinned, problem, &h200());
+    let plan = search::with_stream_k(chunked, problem, &h200())
+        .iter()
+        .map(KernelConfig::name)
+        .collect();
+    (plan, cut)
+}
+
+#[test]
+fn a_warm_retune_offers_the_current_winners_variants_and_runs_only_what_is_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    run(None, &db, dir.path()).1.unwrap();
+    let before = db.measurements(Some("h200")).unwrap();
+    let ran = run_with_opts(
+        &db,
+        &TuneOptions {
+            strategy: Strategy::Warm,
+            retune_since: Some(chrono::Utc::now()),
+            ..options(dir.path())
+        },
+    );
+    let mut new_somewhere = false;
+    for problem in problems() {
+        let stored: HashSet<String> = before
+            .iter()
+            .filter(|m| m.problem == problem)
+            .map(Measurement::kernel_name)
+            .collect();
+        let expected = &warm_plan(&before, &problem).0 - &stored;
+        new_somewhere |= !expected.is_empty();
+        assert_eq!(
+            ran.get(&problem).cloned().unwrap_or_default(),
+            expected,
+            "{problem}"
+        );
+    }
+    assert!(
+        new_somewhere,
+        "the warm plan of the pruned winners added nothing to check"
+    );
 }
 
 #[test]
@@ -431,35 +517,8 @@ fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are
     let ran = run_with(Strategy::Warm, &db, dir.path());
     let mut truncated = 0;
     for problem in with_history {
-        let mut timed: Vec<&Measurement> = earlier
-            .iter()
-            .filter(|m| m.problem == *problem && m.verified && m.median_us.is_some())
-            .collect();
-        timed.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
-        // The fastest earlier configurations, the Table I seeds and the default, in that
-        // order, then the transposing twins of the first row-copying ones, the row-chunk
-        // variants of the first whole tiles among them and the stream-K variants of the first
-        // tiles that do not split k.
-        let mut picked: Vec<KernelConfig> = timed
-            .iter()
-            .take(nmtune::tuner::warm::WARM_TOP)
-            .map(|m| m.config)
-            .collect();
-        truncated += usize::from(timed.len() > nmtune::tuner::warm::WARM_TOP);
-        let default = nmtune::kernels::table_one::default_config(problem, &h200()).unwrap();
-        let seeds = search::table_one_seeds(problem, &h200());
-        assert!(!seeds.is_empty(), "{problem}: no Table I seed to check");
-        for cfg in seeds.into_iter().chain([default]) {
-            if !picked.contains(&cfg) {
-                picked.push(cfg);
-            }
-        }
-        let twinned = search::with_transposed_twins(picked, problem, &h200());
-        let chunked = search::with_row_chunks(twinned, problem, &h200());
-        let expected: HashSet<String> = search::with_stream_k(chunked, problem, &h200())
-            .iter()
-            .map(KernelConfig::name)
-            .collect();
+        let (expected, cut) = warm_plan(&earlier, problem);
+        truncated += usize::from(cut);
         assert_eq!(ran[problem], expected, "{problem}");
     }
     assert!(
@@ -478,4 +537,100 @@ fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are
     for problem in &all {
         assert!(ran[problem].contains(&current[problem]), "{problem}");
     }
+}
+
+/// The kernels of `strategy`'s candidates for `problem`.
+fn names(problem: &Problem, strategy: Strategy) -> HashSet<String> {
+    search::candidates(problem, &h200(), strategy)
+        .iter()
+        .map(KernelConfig::name)
+        .collect()
+}
+
+#[test]
+fn a_retune_runs_only_what_a_wider_search_adds_and_a_resumed_one_does_not_start_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    run(None, &db, dir.path()).1.unwrap();
+    let pruned_best: HashMap<Problem, f64> = db
+        .best_entries(Some("h200"))
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.problem, m.median_us.unwrap()))
+        .collect();
+    let sample = TuneOptions {
+        strategy: Strategy::Sample,
+        ..options(dir.path())
+    };
+    // Without --retune every problem is done: nothing runs.
+    let (calls, result) = run_opts(None, &db, &sample);
+    assert!(calls.is_empty() && result.unwrap().problems_skipped == problems().len());
+
+    // A re-tune with the wider strategy, killed by a fault in its fourth problem.
+    let retune = TuneOptions {
+        retune_since: Some(chrono::Utc::now()),
+        ..sample.clone()
+    };
+    let added: HashMap<Problem, HashSet<String>> = problems()
+        .iter()
+        .map(|p| {
+            let new = &names(p, Strategy::Sample) - &names(p, Strategy::Pruned);
+            (*p, new)
+        })
+        .collect();
+    let (whole, _) = run_opts(
+        None,
+        &Database::open(&dir.path().join("w.sqlite")).unwrap(),
+        &sample,
+    );
+    let victim = whole[whole.len() / 2].problem;
+    let faulty = whole
+        .iter()
+        .filter(|c| c.problem == victim && added[&victim].contains(&c.kernel))
+        .nth(2)
+        .expect("a new kernel of the victim")
+        .kernel
+        .clone();
+    let (first, result) = run_opts(Some((victim, faulty)), &db, &retune);
+    assert!(result.unwrap_err().is_restartable());
+    // The fresh process gets the same instant, and resumes.
+    let (second, result) = run_opts(None, &db, &retune);
+    result.unwrap();
+    let mut ran: HashMap<Problem, HashSet<String>> = HashMap::new();
+    for call in first.iter().chain(&second) {
+        let fresh = ran
+            .entry(call.problem)
+            .or_default()
+            .insert(call.kernel.clone());
+        assert!(fresh, "{} ran twice", call.kernel);
+        assert!(
+            added[&call.problem].contains(&call.kernel),
+            "{} was timed before",
+            call.kernel
+        );
+    }
+    assert_eq!(ran, added, "every added kernel ran once over both runs");
+    // A problem's first new kernel had to beat the best stored before.
+    for problem in problems() {
+        let first_call = first.iter().chain(&second).find(|c| c.problem == problem);
+        assert_eq!(
+            first_call.unwrap().best_us,
+            Some(pruned_best[&problem]),
+            "{problem}"
+        );
+    }
+    // The same instant again: every problem was searched since, so nothing runs.
+    let (calls, result) = run_opts(None, &db, &retune);
+    assert!(calls.is_empty() && result.unwrap().problems_skipped == problems().len());
+    // A later re-tune searches again but finds nothing new to run.
+    let later = TuneOptions {
+        retune_since: Some(chrono::Utc::now()),
+        ..sample.clone()
+    };
+    let (calls, result) = run_opts(None, &db, &later);
+    assert!(calls.is_empty() && result.unwrap().problems_tuned == problems().len());
+    // It ends where a wider search from scratch ends.
+    let scratch = Database::open(&dir.path().join("s.sqlite")).unwrap();
+    run_opts(None, &scratch, &sample).1.unwrap();
+    assert_eq!(best(&db), best(&scratch));
 }

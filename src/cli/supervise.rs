@@ -25,13 +25,15 @@ pub fn is_worker() -> bool {
     std::env::var_os(WORKER_ENV).is_some()
 }
 
-/// Run this same command line as a worker until it finishes, restarting it after each
-/// failure it marks as restartable.
-pub fn run_workers() -> anyhow::Result<()> {
+/// Run this same command line as a worker, with `env` set, until it finishes, restarting it
+/// after each failure it marks as restartable.
+pub fn run_workers(env: &[(&str, String)]) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     for restart in 0..=MAX_RESTARTS {
-        let status = worker_command(&exe, &args).status()?;
+        let mut command = worker_command(&exe, &args);
+        command.envs(env.iter().map(|(k, v)| (k, v)));
+        let status = command.status()?;
         match status.code() {
             Some(0) => return Ok(()),
             Some(RESTART_EXIT_CODE) if restart < MAX_RESTARTS => {

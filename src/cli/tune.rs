@@ -3,6 +3,7 @@
 use super::fields::StrategyArg;
 use super::supervise;
 use anyhow::{bail, Context};
+use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use nmtune::codegen::nvrtc;
 use nmtune::db::{Database, Source};
@@ -66,10 +67,19 @@ pub struct TuneArgs {
     /// running then is recorded as failed and the run resumes in a fresh process.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_time_limit)]
     kernel_time_limit: f64,
+    /// Search again the problems this build's templates already tuned, for a changed search
+    /// (new candidates, a wider --strategy); kernels already timed are not run again, so a
+    /// problem with nothing new costs no GPU time.
+    #[arg(long)]
+    retune: bool,
     /// No progress bar, no summary.
     #[arg(long, short)]
     quiet: bool,
 }
+
+/// The instant a `--retune` started, handed to the workers that resume it: a problem searched
+/// since then is not searched again by a fresh worker.
+const RETUNE_SINCE_ENV: &str = "NMTUNE_RETUNE_SINCE";
 
 /// The GPU profile `--gpu auto` models when the machine has no GPU to read one from.
 pub const DEFAULT_MODEL_PROFILE: &str = "h100";
@@ -94,9 +104,13 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     let layouts = (!layouts.is_empty()).then_some(layouts.as_slice());
     let shapes = nmtune::shapes::load_with_layouts(shapes_path, layouts)?;
     let problems = with_dtypes(shapes.entries.iter().map(|e| e.problem), &args.dtype);
+    if args.retune && args.backend == Some(Backend::Replay) {
+        bail!("--retune searches again; --backend replay reproduces a measurements file as it is");
+    }
     let on_gpu = matches!(args.backend, None | Some(Backend::Gpu));
     if on_gpu && !supervise::is_worker() && device::driver_present() {
-        return supervise::run_workers();
+        let since = retune_since(args)?.map(|t| (RETUNE_SINCE_ENV, t.to_rfc3339()));
+        return supervise::run_workers(since.as_slice());
     }
     let (summary, db_path) = match args.backend {
         Some(Backend::Model) => tune_model(args, &gpu_name, &problems, None)?,
@@ -204,7 +218,7 @@ fn tune_model(
             profile.name
         );
     }
-    let summary = tuner::tune_with_model(&profile, problems, &db, args.quiet)?;
+    let summary = tuner::tune_with_model(&profile, problems, &db, args.quiet, retune_since(args)?)?;
     Ok((summary, db.path().to_path_buf()))
 }
 
@@ -242,9 +256,24 @@ fn tune_on(
         quiet: args.quiet,
         cache_dir: cache_dir_or_default(args.cache_dir.clone()),
         seed: 0x6e6d_7475,
+        retune_since: retune_since(args)?,
     };
     let summary = tuner::tune_on_gpu(gpu, problems, &db, &opts)?;
     Ok((summary, db.path().to_path_buf()))
+}
+
+/// Where a `--retune` starts from: the instant its supervisor handed the workers, else now.
+fn retune_since(args: &TuneArgs) -> anyhow::Result<Option<DateTime<Utc>>> {
+    if !args.retune {
+        return Ok(None);
+    }
+    let Some(text) = std::env::var_os(RETUNE_SINCE_ENV) else {
+        return Ok(Some(Utc::now()));
+    };
+    let text = text.to_string_lossy();
+    let since = DateTime::parse_from_rfc3339(&text)
+        .with_context(|| format!("{RETUNE_SINCE_ENV}='{text}' is not an RFC 3339 time"))?;
+    Ok(Some(since.with_timezone(&Utc)))
 }
 
 /// Open GPU 0 and check that it is the one `gpu_name` names (`auto`: any; `force`: any).

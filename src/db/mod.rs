@@ -189,9 +189,20 @@ impl Database {
         checksum: &str,
         source: Source,
     ) -> Result<bool, DbError> {
+        Ok(self.done_at(gpu, problem, checksum, source)?.is_some())
+    }
+
+    /// When [`Database::mark_problem_done`] was last called for this key (RFC 3339, UTC).
+    pub fn done_at(
+        &self,
+        gpu: &str,
+        problem: &Problem,
+        checksum: &str,
+        source: Source,
+    ) -> Result<Option<String>, DbError> {
         let mut guard = self.lock();
         let conn = self.connection(&mut guard)?;
-        self.run(store::is_problem_done(
+        self.run(store::done_at(
             conn,
             &self.path,
             self.schema_version,
@@ -200,8 +211,27 @@ impl Database {
         ))
     }
 
-    /// Names of the kernels already recorded (any status) for this key, so that a resumed
-    /// search skips them.
+    /// The rows already recorded (any status) for this key: a resumed search skips their
+    /// kernels and starts from their best time.
+    pub fn recorded(
+        &self,
+        gpu: &str,
+        problem: &Problem,
+        checksum: &str,
+        source: Source,
+    ) -> Result<Vec<Measurement>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::recorded(
+            conn,
+            &self.path,
+            self.schema_version,
+            (gpu, problem),
+            (checksum, source),
+        ))
+    }
+
+    /// Names of the kernels already recorded (any status) for this key.
     pub fn measured_kernels(
         &self,
         gpu: &str,
@@ -209,16 +239,8 @@ impl Database {
         checksum: &str,
         source: Source,
     ) -> Result<HashSet<String>, DbError> {
-        let mut guard = self.lock();
-        let conn = self.connection(&mut guard)?;
-        let names = self.run(store::measured_kernels(
-            conn,
-            &self.path,
-            self.schema_version,
-            (gpu, problem),
-            (checksum, source),
-        ))?;
-        Ok(names.into_iter().collect())
+        let rows = self.recorded(gpu, problem, checksum, source)?;
+        Ok(rows.iter().map(Measurement::kernel_name).collect())
     }
 
     /// The best measurement of every (GPU, problem), or of one GPU's problems, ordered by GPU

@@ -405,16 +405,18 @@ pub(crate) async fn mark_problem_done(
     Ok(())
 }
 
-pub(crate) async fn is_problem_done(
+/// When the search of one problem was last marked finished for these templates and source
+/// (RFC 3339, UTC), if it ever was.
+pub(crate) async fn done_at(
     conn: &mut SqliteConnection,
     path: &Path,
     schema_version: i64,
     (gpu, problem): (&str, &Problem),
     (checksum, source): (&str, Source),
-) -> Result<bool, DbError> {
+) -> Result<Option<String>, DbError> {
     let key = ProblemKey::new(problem, path, schema_version)?;
     let sql = format!(
-        "SELECT 1 FROM problem_runs r \
+        "SELECT r.completed_at FROM problem_runs r \
          JOIN gpus g ON g.id = r.gpu_id JOIN problems p ON p.id = r.problem_id \
          WHERE {} AND g.name = ? AND r.template_checksum = ? AND r.source = ?",
         key.matching()
@@ -426,22 +428,22 @@ pub(crate) async fn is_problem_done(
         .fetch_optional(&mut *conn)
         .await
         .map_err(|err| from_sqlx(path, err))?;
-    Ok(row.is_some())
+    row.map(|row| row.try_get(0).map_err(|err| from_sqlx(path, err)))
+        .transpose()
 }
 
-/// Kernel names already recorded (with any status) for one problem, templates and source.
-pub(crate) async fn measured_kernels(
+/// The rows already recorded (with any status) for one problem, templates and source.
+pub(crate) async fn recorded(
     conn: &mut SqliteConnection,
     path: &Path,
     schema_version: i64,
     (gpu, problem): (&str, &Problem),
     (checksum, source): (&str, Source),
-) -> Result<Vec<String>, DbError> {
+) -> Result<Vec<Measurement>, DbError> {
     let key = ProblemKey::new(problem, path, schema_version)?;
     let sql = format!(
-        "SELECT ms.kernel_name FROM measurements ms \
-         JOIN gpus g ON g.id = ms.gpu_id JOIN problems p ON p.id = ms.problem_id \
-         WHERE {} AND g.name = ? AND ms.template_checksum = ? AND ms.source = ?",
+        "{} WHERE {} AND g.name = ? AND ms.template_checksum = ? AND ms.source = ?",
+        measurement_select(schema_version),
         key.matching()
     );
     let rows = bind_problem(sqlx::query(&sql), &key)
@@ -452,7 +454,7 @@ pub(crate) async fn measured_kernels(
         .await
         .map_err(|err| from_sqlx(path, err))?;
     rows.iter()
-        .map(|row| row.try_get(0).map_err(|err| from_sqlx(path, err)))
+        .map(|row| decode(row, path).map(|(_, m)| m))
         .collect()
 }
 

@@ -10,11 +10,12 @@ use super::search::Strategy;
 use super::warm::warm_candidates;
 use super::TuneError;
 use crate::codegen::{kernel_checksum, templates_checksum, KernelConfig};
-use crate::db::{Database, Measurement, Source, Status};
+use crate::db::{can_be_best, Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
 use crate::kernels::table_one;
 use crate::problem::Problem;
-use std::collections::{BTreeMap, HashSet};
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -28,6 +29,12 @@ pub struct TuneOptions {
     pub cache_dir: PathBuf,
     /// Seed of the random inputs.
     pub seed: u64,
+    /// `nmtune --retune`: search again the problems whose last search with this build's
+    /// templates finished before this instant, so that a change of the search (new candidates,
+    /// a wider strategy) reaches problems already done. Kernels already recorded are not run
+    /// again; a problem with nothing new to run costs no GPU time. A run resumed in a fresh
+    /// process passes the same instant, so it does not start over.
+    pub retune_since: Option<DateTime<Utc>>,
 }
 
 /// What a run did.
@@ -78,11 +85,21 @@ impl RunContext {
     }
 }
 
+/// What earlier runs recorded of one problem (with this build's templates and the runner's
+/// source).
+#[derive(Debug, Clone, Default)]
+pub struct Stored {
+    /// Kernels with a row of any status: the loop does not run them again.
+    pub kernels: HashSet<String>,
+    /// The fastest of those rows that can be the best: the bar a new candidate must beat.
+    pub best_us: Option<f64>,
+}
+
 /// Where the loop's rows go: the tuning database (a tuning run: resumes, stores every row as
 /// it comes) or, for `nmtune bench`, the caller (nothing stored, every candidate run to the end).
 pub trait Recorder {
-    /// Kernels of `problem` an earlier run stored already: the loop does not run them again.
-    fn stored(&self, problem: &Problem) -> Result<HashSet<String>, TuneError>;
+    /// What an earlier run stored of `problem` already.
+    fn stored(&self, problem: &Problem) -> Result<Stored, TuneError>;
     /// One row of `problem`, as soon as it is known (all but the problem's last).
     fn record(&mut self, row: &Measurement) -> Result<(), TuneError>;
     /// The end of `problem`, with its last row when it had one.
@@ -117,8 +134,8 @@ impl<F> Recorder for Benchmark<F>
 where
     F: FnMut(&Problem, Vec<Measurement>) -> Result<(), TuneError>,
 {
-    fn stored(&self, _problem: &Problem) -> Result<HashSet<String>, TuneError> {
-        Ok(HashSet::new())
+    fn stored(&self, _problem: &Problem) -> Result<Stored, TuneError> {
+        Ok(Stored::default())
     }
 
     fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
@@ -156,13 +173,19 @@ impl DbRecorder<'_> {
 }
 
 impl Recorder for DbRecorder<'_> {
-    fn stored(&self, problem: &Problem) -> Result<HashSet<String>, TuneError> {
-        Ok(self.db.measured_kernels(
-            &self.gpu_name,
-            problem,
-            self.checksum(problem),
-            self.source,
-        )?)
+    fn stored(&self, problem: &Problem) -> Result<Stored, TuneError> {
+        let rows =
+            self.db
+                .recorded(&self.gpu_name, problem, self.checksum(problem), self.source)?;
+        let best_us = rows
+            .iter()
+            .filter(|m| can_be_best(m))
+            .filter_map(|m| m.median_us)
+            .reduce(f64::min);
+        Ok(Stored {
+            kernels: rows.iter().map(Measurement::kernel_name).collect(),
+            best_us,
+        })
     }
 
     fn record(&mut self, row: &Measurement) -> Result<(), TuneError> {
@@ -184,20 +207,33 @@ impl Recorder for DbRecorder<'_> {
     }
 }
 
-/// Problems not yet finished on this GPU with this template checksum.
+/// Problems not yet finished on this GPU with this template checksum, or (a re-tune) last
+/// finished before `retune_since`.
 fn pending(
     db: &Database,
     gpu: &str,
     problems: &[Problem],
     source: Source,
+    retune_since: Option<DateTime<Utc>>,
 ) -> Result<Vec<Problem>, TuneError> {
     let mut left = Vec::new();
     for p in problems {
-        if !db.is_problem_done(gpu, p, templates_checksum(p), source)? {
+        let done_at = db.done_at(gpu, p, templates_checksum(p), source)?;
+        let again = match (done_at, retune_since) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(at), Some(since)) => finished_before(&at, since),
+        };
+        if again {
             left.push(*p);
         }
     }
     Ok(left)
+}
+
+/// Whether a done mark's time (RFC 3339) is before `since`; one that does not parse is.
+fn finished_before(done_at: &str, since: DateTime<Utc>) -> bool {
+    DateTime::parse_from_rfc3339(done_at).map_or(true, |at| at < since)
 }
 
 /// An error, before anything is tuned or stored, when no configuration of the template family
@@ -227,6 +263,7 @@ pub fn tune_with_model(
     problems: &[Problem],
     db: &Database,
     quiet: bool,
+    retune_since: Option<DateTime<Utc>>,
 ) -> Result<TuneSummary, TuneError> {
     let opts = TuneOptions {
         strategy: Strategy::Model,
@@ -234,6 +271,7 @@ pub fn tune_with_model(
         quiet,
         cache_dir: PathBuf::new(),
         seed: 0,
+        retune_since,
     };
     tune_with_runner(ModelRunner::new(profile), profile, problems, db, &opts)
 }
@@ -270,8 +308,9 @@ pub fn tune_with_runner<R: Runner>(
     check_supported(problems, profile)?;
     db.upsert_gpu(profile)?;
     let source = runner.source();
-    let todo = pending(db, &profile.name, problems, source)?;
-    let plans = plan(&runner, db, profile, &todo, opts.strategy)?;
+    let todo = pending(db, &profile.name, problems, source, opts.retune_since)?;
+    let retune = opts.retune_since.is_some();
+    let plans = plan(&runner, db, profile, &todo, opts.strategy, retune)?;
     if !opts.quiet && runner.compiles() {
         eprintln!(
             "nmtune: {} problems to tune ({} already done), {} candidates, compiling for {}",
@@ -296,20 +335,21 @@ pub fn tune_with_runner<R: Runner>(
 }
 
 /// Each problem of `todo` with its candidates: the runner's plan for the strategy; for the warm
-/// strategy, the earlier winners stored in `db` where it has them, and the runner's pruned
-/// plan for the rest.
+/// strategy, the earlier winners stored in `db` where it has them (on a re-tune, this build's
+/// own timings among them), and the runner's pruned plan for the rest.
 fn plan<R: Runner>(
     runner: &R,
     db: &Database,
     profile: &GpuProfile,
     todo: &[Problem],
     strategy: Strategy,
+    retune: bool,
 ) -> Result<Vec<(Problem, Vec<KernelConfig>)>, TuneError> {
     if strategy != Strategy::Warm {
         let plans = runner.plan(todo, profile, strategy);
         return Ok(todo.iter().copied().zip(plans).collect());
     }
-    let warm = warm_candidates(db, profile, todo)?;
+    let warm = warm_candidates(db, profile, todo, retune)?;
     let cold: Vec<Problem> = todo
         .iter()
         .zip(&warm)
@@ -330,8 +370,8 @@ fn plan<R: Runner>(
 }
 
 /// The one loop every backend runs (tuning on the GPU, the model, `nmtune bench`): build
-/// every candidate of `plans` once, then problem by problem (grouped by weight, smallest m
-/// first) the candidates the recorder has not stored yet, in the runner's order, each result
+/// every candidate of `plans` the recorder has not stored yet once, then problem by problem
+/// (grouped by weight, smallest m first) those candidates in the runner's order, each result
 /// handed to the recorder as soon as it is known, the problem's last with its end.
 pub fn run_plans<R: Runner, S: Recorder>(
     mut runner: R,
@@ -344,18 +384,21 @@ pub fn run_plans<R: Runner, S: Recorder>(
         gpu_name: gpu_name.to_string(),
         source: runner.source(),
     };
+    let planned: usize = plans.iter().map(|(_, c)| c.len()).sum();
+    let (fresh, bars) = unrecorded(plans, recorder)?;
     let all_configs: Vec<KernelConfig> =
-        plans.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+        fresh.iter().flat_map(|(_, c)| c.iter().copied()).collect();
     runner.prepare(&all_configs);
     let mut summary = TuneSummary::default();
     // The unit of work is a candidate: problems differ a hundredfold in their number.
-    let mut bar = Progress::new(all_configs.len(), "candidates", quiet);
-    for group in group_by_weight(plans) {
+    let mut bar = Progress::new(planned, "candidates", quiet);
+    bar.skip((planned - all_configs.len()) as u64);
+    for group in group_by_weight(&fresh) {
         for (problem, configs) in group {
             let result = run_problem(
                 &mut runner,
                 &ctx,
-                (problem, configs),
+                (problem, configs, bars[problem]),
                 recorder,
                 &mut summary,
                 &mut bar,
@@ -385,6 +428,34 @@ pub fn run_plans<R: Runner, S: Recorder>(
 /// A problem and the candidates to time for it.
 type Plan<'a> = (&'a Problem, &'a Vec<KernelConfig>);
 
+/// `plans` without the candidates the recorder stored already (a run resumed, or a re-tune),
+/// and each problem's stored best time: the bar its first new candidate must beat.
+#[allow(clippy::type_complexity)]
+fn unrecorded<S: Recorder>(
+    plans: &[(Problem, Vec<KernelConfig>)],
+    recorder: &S,
+) -> Result<
+    (
+        Vec<(Problem, Vec<KernelConfig>)>,
+        HashMap<Problem, Option<f64>>,
+    ),
+    TuneError,
+> {
+    let mut fresh = Vec::with_capacity(plans.len());
+    let mut bars = HashMap::with_capacity(plans.len());
+    for (problem, configs) in plans {
+        let stored = recorder.stored(problem)?;
+        let todo = configs
+            .iter()
+            .filter(|c| !stored.kernels.contains(&c.name()))
+            .copied()
+            .collect();
+        fresh.push((*problem, todo));
+        bars.insert(*problem, stored.best_us);
+    }
+    Ok((fresh, bars))
+}
+
 /// Problems sharing (n, k, N:M, L) share one random weight; smallest m first.
 fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> Vec<Vec<Plan<'_>>> {
     let mut groups: BTreeMap<(usize, usize, u32, u32, usize), Vec<Plan<'_>>> = BTreeMap::new();
@@ -401,32 +472,26 @@ fn group_by_weight(plans: &[(Problem, Vec<KernelConfig>)]) -> Vec<Vec<Plan<'_>>>
     groups
 }
 
-/// One problem's candidates through the runner, each handed to the recorder as soon as it is
-/// known but the last, which is returned for the caller to hand over with the problem's end.
+/// One problem's new candidates through the runner, each handed to the recorder as soon as it
+/// is known but the last, which is returned for the caller to hand over with the problem's
+/// end. `best_us` is the problem's stored best time; with no candidates the runner is not
+/// started at all (no baseline to time).
 fn run_problem<R: Runner, S: Recorder>(
     runner: &mut R,
     ctx: &RunContext,
-    (problem, configs): Plan<'_>,
+    (problem, configs, mut best_us): (&Problem, &Vec<KernelConfig>, Option<f64>),
     recorder: &mut S,
     summary: &mut TuneSummary,
     bar: &mut Progress,
 ) -> Result<Option<Measurement>, TuneError> {
-    let already = recorder.stored(problem)?;
-    let skipped = configs
-        .iter()
-        .filter(|c| already.contains(&c.name()))
-        .count();
-    bar.skip(skipped as u64);
+    if configs.is_empty() {
+        return Ok(None);
+    }
     bar.begin();
     let mut session = runner.begin(problem, configs)?;
     let baseline_us = session.baseline_us();
     let copy_gbps = session.copy_gbps();
-    let mut best_us: Option<f64> = None;
-    let todo: Vec<KernelConfig> = session
-        .order(configs)
-        .into_iter()
-        .filter(|c| !already.contains(&c.name()))
-        .collect();
+    let todo = session.order(configs);
     let mut last = None;
     for (i, config) in todo.iter().enumerate() {
         let abandon_above = if recorder.abandons() { best_us } else { None };

@@ -30,15 +30,18 @@ use std::collections::HashMap;
 pub const WARM_TOP: usize = 8;
 
 /// The warm candidates of each of `problems` on `profile`'s GPU from the earlier rows of `db`;
-/// `None` for a problem that has none (the caller gives it the pruned candidates).
+/// `None` for a problem that has none (the caller gives it the pruned candidates). A re-tune
+/// (`retune`: the search changed, the templates did not) counts this build's own timings as
+/// earlier ones too, so that the variants a changed search adds reach the current winners.
 pub fn warm_candidates(
     db: &Database,
     profile: &GpuProfile,
     problems: &[Problem],
+    retune: bool,
 ) -> Result<Vec<Option<Vec<KernelConfig>>>, crate::db::DbError> {
     let mut earlier: HashMap<Problem, Vec<Measurement>> = HashMap::new();
     for row in db.measurements(Some(&profile.name))? {
-        if is_earlier_timing(&row) {
+        if is_timing(&row) && (retune || is_stale(&row)) {
             earlier.entry(row.problem).or_default().push(row);
         }
     }
@@ -49,14 +52,17 @@ pub fn warm_candidates(
         .collect())
 }
 
-/// A verified, timed row of another template checksum than this build's (an abandoned
-/// candidate's probe runs time it too).
-fn is_earlier_timing(row: &Measurement) -> bool {
+/// A verified, timed row measured on the GPU (an abandoned candidate's probe runs time it too).
+fn is_timing(row: &Measurement) -> bool {
     row.source == Source::Measured
         && matches!(row.status, Status::Ok | Status::Abandoned)
         && row.verified
         && row.median_us.is_some()
-        && row.template_checksum != templates_checksum(&row.problem)
+}
+
+/// A row of another template checksum than this build's.
+fn is_stale(row: &Measurement) -> bool {
+    row.template_checksum != templates_checksum(&row.problem)
 }
 
 /// The fastest [`WARM_TOP`] distinct configurations of `rows` that this build can run for
@@ -67,7 +73,7 @@ fn is_earlier_timing(row: &Measurement) -> bool {
 /// row-copying ones ([`with_transposed_twins`]) and the stream-K variants of the first few
 /// tiled ones ([`with_stream_k`]).
 fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    // Every row here has a time (`is_earlier_timing`), and a stored time is finite.
+    // Every row here has a time (`is_timing`), and a stored time is finite.
     let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
     rows.sort_by(|a, b| time(a).total_cmp(&time(b)));
     let serving = Family::serving(problem);
