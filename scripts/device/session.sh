@@ -14,7 +14,8 @@
 #               $NMSPMM_SHAPES names a file of "m n k sparsity" lines to time instead
 #   sweep FILE  tune the shapes in FILE with the sample strategy into $OUT/sweep.sqlite
 #   tune FILE DB  tune FILE into DB (resumable; $TUNE_STRATEGY, default pruned: warm after a
-#               template change), tidy it, and send it back as $OUT/<name>.gz; the log is
+#               template change; $TUNE_ARGS more arguments, e.g. "--retune --a-layout row"),
+#               tidy it, and send it back as $OUT/<name>.gz; the log is
 #               $OUT/tune-<FILE's stem>.log. Each tune stops in time for the call to end within
 #               $CALL_BUDGET seconds (default 560; the device tool stops a call at 600)
 #   ncu-best DB NM...  ncu (as `ncu`) of DB's stored 4096³ column-major best at each N:M
@@ -116,7 +117,7 @@ while [ $# -gt 0 ]; do
       if [ "$secs" -lt 30 ]; then note "tune $file: skipped, ${secs} s left in the call"; continue; fi
       rm -f "$db.stop"; snapshots "$db" "$OUT/$(basename "$db").gz" & snap_pid=$!
       limit "$secs" "$BIN/nmtune" --gpu auto --shapes "$file" --db "$db" \
-        --strategy "${TUNE_STRATEGY:-pruned}" >> "$log" 2>&1
+        --strategy "${TUNE_STRATEGY:-pruned}" ${TUNE_ARGS:-} >> "$log" 2>&1
       rc=$?; touch "$db.stop"; wait "$snap_pid"; rm -f "$db.stop"
       note "tune $file (limit $secs s): rc=$rc $(tail -1 "$log")"
       # Rows a finished re-tune superseded go before the file travels back (a file that comes
