@@ -29,8 +29,8 @@
 //! Which entry is best per problem is the database's one rule ([`crate::db::better`]: a more
 //! trusted source first, measured > replay > model, then this build's templates, then the
 //! smaller median): [`Lookup::open`] reads the database's `best` table, which that rule keeps,
-//! as this build serves it ([`Database::serving_entries`], which `nmtune report` reads too, so
-//! both always name the same entry); [`Lookup::from_measurements`] applies the same rule in
+//! as this build serves it (the rule of [`Database::serving_entries`], which `nmtune report`
+//! reads, so both always name the same entry); [`Lookup::from_measurements`] applies the same rule in
 //! memory. A best entry that is not current ([`is_current`]: tuned with other templates than
 //! those serving its problem now, and its own family's templates changed or not recorded)
 //! describes code this build does not generate: the problem's best current timing of a source
@@ -43,7 +43,8 @@ use crate::codegen::validate::m_multiple;
 use crate::codegen::validate::SPLIT_K_VALUES;
 use crate::codegen::{validate, validate_for_problem, KernelConfig};
 use crate::db::{
-    best_per_problem, can_be_best, is_current, Database, DbError, Measurement, Source,
+    best_per_problem, can_be_best, is_current, serving_bests, Database, DbError, Measurement,
+    Source,
 };
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one;
@@ -204,8 +205,13 @@ impl Lookup {
             if stored_profile.is_none() {
                 stored_profile = db.gpu_profile(&name)?;
             }
-            best.extend(db.serving_entries(Some(&name))?);
-            measurements.extend(db.measurements(Some(&name))?);
+            // The rows are read once: they serve stale best entries and every-m choices both.
+            let rows = db.measurements(Some(&name))?;
+            best.extend(serving_bests(
+                db.best_entries(Some(&name))?,
+                rows.iter().cloned(),
+            ));
+            measurements.extend(rows);
             opened.push(path.display().to_string());
         }
         let profile = match stored_profile {
