@@ -121,7 +121,8 @@ fn model_backend_fills_and_reports_every_problem() {
     assert!(rows
         .iter()
         .all(|r| r["source"] == "model" && r["median_us"].as_f64().unwrap() > 0.0));
-    // A re-tune searches every problem again and, the search being the same, ends the same.
+    // A re-tune searches every problem again; the search being the same, it finds nothing new
+    // to run and ends the same.
     let retune = nmtune()
         .args(["--gpu", "h100", "--backend", "model", "--retune"])
         .args(["--shapes", "shapes/example.yaml", "--db"])
@@ -130,7 +131,7 @@ fn model_backend_fills_and_reports_every_problem() {
         .success();
     let said = String::from_utf8_lossy(&retune.get_output().stderr).to_string();
     assert!(
-        said.contains(&format!("{expected} tuned, 0 already done")),
+        said.contains(&format!("0 tuned, {expected} already done")),
         "{said}"
     );
     assert_eq!(report_json(&db), rows);

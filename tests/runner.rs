@@ -628,7 +628,7 @@ fn a_retune_runs_only_what_a_wider_search_adds_and_a_resumed_one_does_not_start_
         ..sample.clone()
     };
     let (calls, result) = run_opts(None, &db, &later);
-    assert!(calls.is_empty() && result.unwrap().problems_tuned == problems().len());
+    assert!(calls.is_empty() && result.unwrap().problems_skipped == problems().len());
     // It ends where a wider search from scratch ends.
     let scratch = Database::open(&dir.path().join("s.sqlite")).unwrap();
     run_opts(None, &scratch, &sample).1.unwrap();

@@ -41,7 +41,9 @@ pub struct TuneOptions {
 #[derive(Debug, Clone, Default)]
 pub struct TuneSummary {
     pub problems_total: usize,
+    /// Done before, or (a re-tune) with nothing new to run.
     pub problems_skipped: usize,
+    /// With at least one candidate run.
     pub problems_tuned: usize,
     pub candidates_timed: usize,
     /// Verified, then dropped after the probe runs as clearly slower than the best so far.
@@ -329,7 +331,7 @@ pub fn tune_with_runner<R: Runner>(
     };
     let mut summary = run_plans(runner, &profile.name, &plans, &mut recorder, opts.quiet)?;
     summary.problems_total = problems.len();
-    summary.problems_skipped = problems.len() - todo.len();
+    summary.problems_skipped = problems.len() - summary.problems_tuned;
     summary.elapsed_s = started.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -418,7 +420,7 @@ pub fn run_plans<R: Runner, S: Recorder>(
                 }
             };
             recorder.finish(problem, last.as_ref())?;
-            summary.problems_tuned += 1;
+            summary.problems_tuned += usize::from(!configs.is_empty());
         }
     }
     bar.clear();
