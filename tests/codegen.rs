@@ -41,6 +41,7 @@ fn base() -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        reg_level: None,
     }
 }
 
@@ -1048,6 +1049,7 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        reg_level: None,
     }
 }
 

@@ -84,6 +84,7 @@ fn faulting_source(victim: &KernelSource, fault: Fault) -> KernelSource {
         name: name.clone(),
         reduce_name: victim.reduce_name.clone(),
         source,
+        reg_level: victim.reg_level,
     }
 }
 

@@ -643,6 +643,7 @@ mod tests {
             split_k,
             row_chunk: 0,
             stream_k: false,
+            reg_level: None,
         }
     }
 

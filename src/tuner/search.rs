@@ -662,6 +662,7 @@ impl Seed {
             split_k,
             row_chunk: 0,
             stream_k: false,
+            reg_level: None,
         }
     }
 }
