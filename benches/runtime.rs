@@ -91,7 +91,6 @@ fn prepare(c: &mut Criterion) {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     };
     let mut group = c.benchmark_group("prepare");
     group.sample_size(10);

@@ -41,7 +41,6 @@ fn base() -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     }
 }
 
@@ -1049,7 +1048,6 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     }
 }
 

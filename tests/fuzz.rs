@@ -944,7 +944,6 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
                     split_k,
                     row_chunk: 0,
                     stream_k: false,
-                    reg_level: None,
                 }
             },
         )

@@ -75,7 +75,6 @@ fn config(
         split_k,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     }
 }
 

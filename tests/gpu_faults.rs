@@ -84,7 +84,6 @@ fn faulting_source(victim: &KernelSource, fault: Fault) -> KernelSource {
         name: name.clone(),
         reduce_name: victim.reduce_name.clone(),
         source,
-        reg_level: victim.reg_level,
     }
 }
 

@@ -371,7 +371,6 @@ fn probe_kernel() -> KernelSource {
         source: "extern \"C\" __global__ void nmtune_cache_probe(float* x, int n) {\n  \
                  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = 2.0f * x[i] + 1.0f;\n}\n"
             .into(),
-        reg_level: None,
     }
 }
 

@@ -89,7 +89,6 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     };
     validate(&cfg, &h200()).unwrap();
     cfg
@@ -721,7 +720,6 @@ fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     }
 }
 

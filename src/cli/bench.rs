@@ -51,12 +51,6 @@ pub struct BenchArgs {
     /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_arow4_ms64_ns128_…
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
-    /// Also time every kernel compiled at these ptxas register usage levels (0–10,
-    /// comma-separated; `_rl<level>` in the name), each right after the kernel: how much a
-    /// problem's time moves with ptxas's allocation alone.
-    #[arg(long, value_name = "LEVELS", value_delimiter = ',',
-          value_parser = clap::value_parser!(u32).range(0..=nmtune::codegen::validate::MAX_REG_LEVEL as i64))]
-    reg_levels: Vec<u32>,
     /// Time a strategy's candidates instead of a kernel list [default: pruned].
     #[arg(long, value_enum)]
     strategy: Option<StrategyArg>,
@@ -151,34 +145,8 @@ fn timed_us(row: &Measurement) -> Option<f64> {
     row.median_us.filter(|_| timed)
 }
 
-/// The (problem, kernels) pairs to time, each kernel followed by its variants at
-/// `--reg-levels`.
+/// The (problem, kernels) pairs to time.
 fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
-    let jobs = asked_jobs(args)?;
-    Ok(jobs
-        .into_iter()
-        .map(|(problem, configs)| (problem, with_reg_levels(configs, &args.reg_levels)))
-        .collect())
-}
-
-/// `configs`, each followed by its variants at `levels` (other than its own), each once.
-fn with_reg_levels(configs: Vec<KernelConfig>, levels: &[u32]) -> Vec<KernelConfig> {
-    let mut out: Vec<KernelConfig> = Vec::new();
-    for cfg in configs {
-        let variants = levels.iter().map(|&level| KernelConfig {
-            reg_level: Some(level),
-            ..cfg
-        });
-        for variant in std::iter::once(cfg).chain(variants) {
-            if !out.contains(&variant) {
-                out.push(variant);
-            }
-        }
-    }
-    out
-}
-
-fn asked_jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
     if let Some(db_path) = &args.db {
         return db_jobs(db_path, &args.gpu, args.m);
     }

@@ -276,14 +276,6 @@ pub struct KernelConfig {
     /// false, `_streamk` at the end of the name when true.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stream_k: bool,
-    /// ptxas's register usage level for this kernel (`--register-usage-level`, 0–10), or
-    /// `None` for ptxas's default. The same source compiles to a different register
-    /// allocation and instruction schedule at another level, and the main loop's speed
-    /// follows the allocation by several per cent either way (docs/perf-log.md, session 35),
-    /// so the tuner times a winner's other levels as variants. `_rl<level>` before
-    /// `_streamk` in the name; absent from stored rows when `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reg_level: Option<u32>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -296,9 +288,6 @@ fn is_false(value: &bool) -> bool {
 
 /// The name suffix of a stream-K configuration ([`KernelConfig::stream_k`]).
 const STREAM_K_SUFFIX: &str = "_streamk";
-
-/// The name part of a register usage level ([`KernelConfig::reg_level`]): `rl<level>`.
-const REG_LEVEL_PREFIX: &str = "rl";
 
 /// The `Transposed` path's column-major copy of A starts every column on a 128-byte line:
 /// its columns are m rounded up to this many floats apart. With columns m floats apart, a
@@ -345,7 +334,6 @@ impl KernelConfig {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            reg_level: None,
         }
     }
 
@@ -371,7 +359,6 @@ impl KernelConfig {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            reg_level: None,
         }
     }
 
@@ -565,13 +552,9 @@ impl KernelConfig {
         } else {
             format!("_rc{}", self.row_chunk)
         };
-        let level = match self.reg_level {
-            Some(level) => format!("_{REG_LEVEL_PREFIX}{level}"),
-            None => String::new(),
-        };
         let schedule = if self.stream_k { STREAM_K_SUFFIX } else { "" };
         format!(
-            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}{}",
+            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}",
             self.a_copy.token(),
             self.m_s,
             self.n_s,
@@ -588,7 +571,6 @@ impl KernelConfig {
             self.min_blocks,
             self.split_k,
             chunk,
-            level,
             schedule
         )
     }
@@ -606,13 +588,6 @@ impl KernelConfig {
             None => (rest, false),
         };
         let parts: Vec<&str> = rest.split('_').collect();
-        let (reg_level, parts) = match parts[..] {
-            [ref head @ .., last] if last.starts_with(REG_LEVEL_PREFIX) => (
-                Some(last.strip_prefix(REG_LEVEL_PREFIX)?.parse().ok()?),
-                head,
-            ),
-            _ => (None, &parts[..]),
-        };
         let (row_chunk, parts) = match parts[..] {
             [ref head @ .., last] if last.starts_with("rc") => {
                 (last.strip_prefix("rc")?.parse().ok()?, head)
@@ -649,7 +624,6 @@ impl KernelConfig {
             split_k: num(sk, "sk")?,
             row_chunk,
             stream_k,
-            reg_level,
         })
     }
 }
@@ -677,8 +651,6 @@ struct StoredConfig {
     row_chunk: u32,
     #[serde(default)]
     stream_k: bool,
-    #[serde(default)]
-    reg_level: Option<u32>,
 }
 
 impl From<StoredConfig> for KernelConfig {
@@ -706,7 +678,6 @@ impl From<StoredConfig> for KernelConfig {
             split_k: s.split_k,
             row_chunk: s.row_chunk,
             stream_k: s.stream_k,
-            reg_level: s.reg_level,
         }
     }
 }
@@ -784,7 +755,6 @@ mod tests {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            reg_level: None,
         };
         assert_eq!(
             cfg.name(),

@@ -78,19 +78,14 @@ pub fn nvrtc_version() -> Result<(i32, i32), CodegenError> {
     Ok((major, minor))
 }
 
-/// Options passed to NVRTC for `src` on `arch` ("sm_90"): SASS for the real architecture,
-/// C++17, ptxas's resource report in the log, and the source's register usage level where
-/// it names one.
-pub fn compile_options(src: &KernelSource, arch: &str) -> Vec<String> {
-    let mut options = vec![
+/// Options passed to NVRTC for `arch` ("sm_90"): SASS for the real architecture, C++17,
+/// and ptxas's resource report in the log.
+pub fn compile_options(arch: &str) -> Vec<String> {
+    vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
         "--ptxas-options=-v".to_string(),
-    ];
-    if let Some(level) = src.reg_level {
-        options.push(format!("--ptxas-options=--register-usage-level={level}"));
-    }
-    options
+    ]
 }
 
 /// Compile `src` for `arch` (e.g. "sm_90") to a cubin.
@@ -108,7 +103,7 @@ pub fn compile(src: &KernelSource, arch: &str) -> Result<CompiledKernel, Codegen
         .map_err(|_| fail("name contains a NUL byte".into()))?;
     let prog = result::create_program(&source, Some(&file_name))
         .map_err(|e| fail(format!("nvrtcCreateProgram: {e}")))?;
-    let outcome = compile_program(prog, &compile_options(src, arch));
+    let outcome = compile_program(prog, arch);
     // SAFETY: `prog` came from create_program and is destroyed exactly once, here.
     let _ = unsafe { result::destroy_program(prog) };
     let (cubin, log) = outcome.map_err(fail)?;
@@ -116,12 +111,10 @@ pub fn compile(src: &KernelSource, arch: &str) -> Result<CompiledKernel, Codegen
 }
 
 /// Compile, then fetch the cubin and the log. Errors carry the log.
-fn compile_program(
-    prog: sys::nvrtcProgram,
-    options: &[String],
-) -> Result<(Vec<u8>, String), String> {
+fn compile_program(prog: sys::nvrtcProgram, arch: &str) -> Result<(Vec<u8>, String), String> {
+    let options = compile_options(arch);
     // SAFETY: `prog` is a live program; the options are plain strings without NUL bytes.
-    let compiled = unsafe { result::compile_program(prog, options) };
+    let compiled = unsafe { result::compile_program(prog, &options) };
     // SAFETY: as above.
     let log = unsafe { result::get_program_log(prog) }
         .map(|chars| c_chars_to_string(&chars))
@@ -236,7 +229,7 @@ pub fn cache_key(src: &KernelSource, arch: &str) -> Result<String, CodegenError>
     hasher.update([0u8]);
     hasher.update(arch.as_bytes());
     hasher.update([0u8]);
-    hasher.update(compile_options(src, arch).join(" ").as_bytes());
+    hasher.update(compile_options(arch).join(" ").as_bytes());
     hasher.update(format!("\0nvrtc {major}.{minor}").as_bytes());
     Ok(hex::encode(hasher.finalize()))
 }

@@ -99,9 +99,6 @@ pub struct KernelSource {
     pub reduce_name: Option<String>,
     /// CUDA C++ source for NVRTC.
     pub source: String,
-    /// ptxas's register usage level to compile it at ([`KernelConfig::reg_level`]); `None`:
-    /// ptxas's default.
-    pub reg_level: Option<u32>,
 }
 
 /// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`.
@@ -206,7 +203,6 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
         name,
         reduce_name,
         source,
-        reg_level: cfg.reg_level,
     })
 }
 
@@ -347,7 +343,6 @@ mod tests {
             split_k: 4,
             row_chunk: 0,
             stream_k: false,
-            reg_level: None,
         }
     }
 

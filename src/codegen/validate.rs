@@ -105,7 +105,6 @@ pub fn validate(cfg: &KernelConfig, gpu: &GpuProfile) -> Result<(), CodegenError
 pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
     chunk_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     stream_k_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
-    reg_level_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     match cfg.family() {
         Family::Tiled => tiled_rules(cfg),
         Family::Decode => pattern_rules(cfg)
@@ -170,18 +169,6 @@ pub fn fragment_buffers(cfg: &KernelConfig) -> u32 {
         3
     } else {
         2
-    }
-}
-
-/// The highest register usage level ptxas takes (`--register-usage-level`, 0–10).
-pub const MAX_REG_LEVEL: u32 = 10;
-
-fn reg_level_rules(cfg: &KernelConfig) -> Rule {
-    match cfg.reg_level {
-        Some(level) if level > MAX_REG_LEVEL => Err(format!(
-            "register usage level {level} is not one of 0..={MAX_REG_LEVEL}"
-        )),
-        _ => Ok(()),
     }
 }
 

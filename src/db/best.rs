@@ -172,7 +172,6 @@ mod tests {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
-            reg_level: None,
         }
     }
 

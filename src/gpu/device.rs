@@ -486,7 +486,6 @@ fn compile_support(
         name: "nmtune_support".into(),
         reduce_name: None,
         source: SUPPORT_SOURCE.to_string(),
-        reg_level: None,
     };
     let compiled = nvrtc::compile(&source, &profile.arch())?;
     let module = ctx

@@ -67,7 +67,6 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     };
     (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
         .then_some(cfg)
@@ -186,7 +185,6 @@ pub fn why_unsupported(problem: &Problem) -> String {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
-        reg_level: None,
     };
     let probe = if problem.is_element_wise() {
         ew_config(problem, EW_DEFAULT_SHAPE)

@@ -643,7 +643,6 @@ mod tests {
             split_k,
             row_chunk: 0,
             stream_k: false,
-            reg_level: None,
         }
     }
 

@@ -662,7 +662,6 @@ impl Seed {
             split_k,
             row_chunk: 0,
             stream_k: false,
-            reg_level: None,
         }
     }
 }
