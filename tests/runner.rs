@@ -205,12 +205,18 @@ fn rows(db: &Database) -> BTreeMap<(String, String), Measurement> {
         .collect()
 }
 
-fn best(db: &Database) -> HashMap<Problem, String> {
+/// `field` of every problem's best entry.
+fn best_by<T>(db: &Database, field: impl Fn(&Measurement) -> T) -> HashMap<Problem, T> {
     db.best_entries(Some("h200"))
         .unwrap()
-        .into_iter()
-        .map(|m| (m.problem, m.config.name()))
+        .iter()
+        .map(|m| (m.problem, field(m)))
         .collect()
+}
+
+/// The best entry's kernel of every problem.
+fn best(db: &Database) -> HashMap<Problem, String> {
+    best_by(db, |m| m.config.name())
 }
 
 #[test]
@@ -636,9 +642,5 @@ fn a_retune_runs_only_what_a_wider_search_adds_and_a_resumed_one_does_not_start_
 
 /// The best entry's time of every problem.
 fn best_times(db: &Database) -> HashMap<Problem, f64> {
-    db.best_entries(Some("h200"))
-        .unwrap()
-        .into_iter()
-        .map(|m| (m.problem, m.median_us.unwrap()))
-        .collect()
+    best_by(db, |m| m.median_us.unwrap())
 }
