@@ -91,6 +91,7 @@ fn prepare(c: &mut Criterion) {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     };
     let mut group = c.benchmark_group("prepare");
     group.sample_size(10);

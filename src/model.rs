@@ -478,6 +478,7 @@ mod tests {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
+            tma: false,
         }
     }
 

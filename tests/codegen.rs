@@ -41,6 +41,7 @@ fn base() -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     }
 }
 
@@ -208,6 +209,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
             KernelConfig {
                 row_chunk: 8,
                 stream_k: false,
+                tma: false,
                 k_s: 32,
                 ..b
             },
@@ -217,6 +219,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
             KernelConfig {
                 row_chunk: 4,
                 stream_k: false,
+                tma: false,
                 nm: nm(32, 32),
                 k_s: 32,
                 ..b
@@ -227,6 +230,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
             KernelConfig {
                 row_chunk: 4,
                 stream_k: false,
+                tma: false,
                 a_copy: ACopy::Row16,
                 ..b
             },
@@ -458,6 +462,7 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
     let dp = base();
     let sk = KernelConfig {
         stream_k: true,
+        tma: false,
         ..dp
     };
     assert!(sk.name().ends_with("_sk1_streamk"), "{}", sk.name());
@@ -473,6 +478,7 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
     );
     let decode_sk = KernelConfig {
         stream_k: true,
+        tma: false,
         ..decode(4, ACopy::DirectRow)
     };
     assert!(reason_of(validate_structure(&decode_sk)).contains("tiled family only"));
@@ -509,6 +515,7 @@ fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     // template is not in the sum, so a change to it leaves those rows valid.
     let stream = KernelConfig {
         stream_k: true,
+        tma: false,
         ..base()
     };
     assert_eq!(large, kernel_checksum(&stream));
@@ -1048,6 +1055,7 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     }
 }
 

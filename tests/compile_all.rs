@@ -6,7 +6,9 @@
 //! (and, for the element-wise family, every k_s: its windows per stage set how much of the
 //! loop is unrolled),
 //! `PRIMARY_PER_STRATUM` kernels spread evenly over the stratum for sm_90 and one for
-//! sm_80 and sm_89 in alternating strata. `NMTUNE_COMPILE_SAMPLE=full` compiles every
+//! sm_80 and sm_89 in alternating strata, plus the stream-K entry of every 8th sampled tiled
+//! kernel and the tensor-copy variant (sm_90) of every 4th that can take one.
+//! `NMTUNE_COMPILE_SAMPLE=full` compiles every
 //! distinct kernel for all three architectures.
 //!
 //! Cubins are cached under `$NMTUNE_CACHE_DIR` (default: cargo's target tmp folder), so a
@@ -46,6 +48,8 @@ const SECONDARY_ARCHS: [&str; 2] = ["sm_80", "sm_89"];
 const PRIMARY_PER_STRATUM: usize = 1;
 /// One stream-K variant per this many sampled tiled kernels of a pattern.
 const STREAM_K_EVERY: usize = 8;
+/// One tensor-copy variant (sm_90 only) per this many sampled kernels that can take one.
+const TMA_EVERY: usize = 4;
 
 struct Job {
     pattern: String,
@@ -174,10 +178,17 @@ fn plan_jobs(full: bool) -> Vec<Job> {
             .step_by(STREAM_K_EVERY)
             .map(|c| KernelConfig {
                 stream_k: true,
+                tma: false,
                 ..*c
             })
             .collect::<Vec<_>>();
-        for cfg in primary.into_iter().chain(stream_k) {
+        let tensor = primary
+            .iter()
+            .filter(|c| c.tma_capable())
+            .step_by(TMA_EVERY)
+            .map(|c| KernelConfig { tma: true, ..*c })
+            .collect::<Vec<_>>();
+        for cfg in primary.into_iter().chain(stream_k).chain(tensor) {
             jobs.push(Job {
                 pattern: pattern.clone(),
                 cfg,

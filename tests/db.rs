@@ -44,6 +44,7 @@ fn random_config(rng: &mut SmallRng, problem: &Problem) -> KernelConfig {
         split_k: pick(rng, &[1, 2, 3, 4, 6]),
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     }
 }
 

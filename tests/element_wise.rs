@@ -94,6 +94,7 @@ fn element_wise_problems_are_served_by_the_element_wise_families_alone() {
     let default = table_one::default_config(&vector(256), &h100()).unwrap();
     let stream = KernelConfig {
         stream_k: true,
+        tma: false,
         ..default
     };
     assert_eq!(templates_checksum(&vector(256)), kernel_checksum(&stream));

@@ -944,6 +944,7 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
                     split_k,
                     row_chunk: 0,
                     stream_k: false,
+                    tma: false,
                 }
             },
         )

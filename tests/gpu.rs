@@ -75,6 +75,7 @@ fn config(
         split_k,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     }
 }
 
@@ -222,6 +223,7 @@ fn every_template_family_matches_the_cpu_reference() {
                             // The stream-K schedule of one ring and block shape per path.
                             let stream = KernelConfig {
                                 stream_k: true,
+                                tma: false,
                                 ..cfg
                             };
                             let sampled = stages == 2 && matches!(shape, Shape::Medium);
@@ -283,6 +285,91 @@ fn every_template_family_matches_the_cpu_reference() {
     }
     eprintln!(
         "GPU correctness: {} configurations, {checked} (config, shape) pairs checked, {} failed",
+        configs.len(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Large-m winners of the committed databases (before tensor copies), whose twins with tensor
+/// copies the test below runs too: 128×256 tiles and the other shapes the tuner keeps.
+const TMA_WINNERS: [&str; 6] = [
+    "nm_spmm_f32_acol16_ms128_ns256_ks64_mt16_nt8_w8x4_n12m32l32_nopack_cp2_mb1_sk1_tma",
+    "nm_spmm_f32_acol16_ms128_ns256_ks32_mt8_nt16_w16x2_n16m32l32_nopack_cp3_mb1_sk1_tma",
+    "nm_spmm_f32_atrans_ms128_ns256_ks64_mt16_nt8_w8x4_n8m32l32_nopack_cp3_mb1_sk2_tma",
+    "nm_spmm_f32_acol16_ms64_ns128_ks64_mt8_nt8_w8x4_n12m32l32_nopack_cp2_mb3_sk3_tma",
+    "nm_spmm_f32_atrans_ms64_ns128_ks32_mt8_nt8_w8x4_n16m32l32_nopack_cp2_mb1_sk1_rc8_tma",
+    "nm_spmm_f32_acol16_ms128_ns256_ks32_mt16_nt8_w8x4_n12m32l32_nopack_cp3_mb1_sk1_tma",
+];
+
+/// Kernels whose interior tiles arrive by tensor copies (`tma`; sm_90 and later), against
+/// the CPU reference on random data: the column-major and transposing paths of five patterns
+/// at every ring depth, split-K 1 and 3, row chunks, and [`TMA_WINNERS`], each at a shape of
+/// interior tiles only (its last row of tiles slid back inside C), one whose k leaves a
+/// partial k-tile (every block on the cp.async path) and a small one.
+#[test]
+fn the_tensor_copies_match_the_cpu_reference() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    if gpu.profile().compute_capability < (9, 0) {
+        eprintln!("SKIPPED: tensor copies need sm_90");
+        return;
+    }
+    let mut configs = Vec::new();
+    for (n, m) in [(4, 32), (8, 32), (12, 32), (16, 32), (32, 32)] {
+        let nm = NmPattern::new(n, m).unwrap();
+        for a_copy in [ACopy::Col16, ACopy::Transposed] {
+            for shape in [Shape::Medium, Shape::Large, Shape::Wide] {
+                for (stages, split_k) in [(2, 1), (3, 1), (3, 3), (4, 1)] {
+                    for row_chunk in [0, 4] {
+                        let cfg = KernelConfig {
+                            row_chunk,
+                            tma: true,
+                            ..config(nm, 32, a_copy, false, stages, split_k, shape)
+                        };
+                        if validate::validate(&cfg, gpu.profile()).is_ok() {
+                            configs.push(cfg);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    configs.extend(
+        TMA_WINNERS
+            .iter()
+            .map(|name| KernelConfig::parse_name(name).unwrap()),
+    );
+    assert!(configs.len() >= 40, "{} configurations", configs.len());
+    let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
+    let built = build_all(&configs, &gpu.profile().arch(), &cache);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for cfg in &configs {
+        let Some(kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
+            continue;
+        };
+        let window = cfg.k_s as usize;
+        let shapes = [
+            (300, 3 * cfg.n_s as usize, 10 * window),
+            (300, 3 * cfg.n_s as usize, 10 * window - cfg.nm.m as usize),
+            (40, 128, 96),
+        ];
+        for (i, &(m, n, k)) in shapes.iter().enumerate() {
+            let k = k.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
+            let n = n.div_ceil(cfg.l as usize) * cfg.l as usize;
+            let err = error_of(&gpu, &kernel, (m, n, k), i as u64);
+            checked += 1;
+            if err.is_nan() || err >= BOUND {
+                failures.push(format!(
+                    "{} at {:?}: rel error {err:.3e}",
+                    cfg.name(),
+                    (m, n, k)
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "tensor copies: {} configurations, {checked} pairs checked, {} failed",
         configs.len(),
         failures.len()
     );
@@ -418,6 +505,7 @@ fn layers_queued_back_to_back_read_each_previous_output() {
             }
             configs.push(KernelConfig {
                 stream_k: true,
+                tma: false,
                 ..config(nm, l, ACopy::Row4, false, 2, 1, Shape::Medium)
             });
         }

@@ -89,6 +89,7 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     };
     validate(&cfg, &h200()).unwrap();
     cfg
@@ -720,6 +721,7 @@ fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     }
 }
 

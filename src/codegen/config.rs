@@ -276,6 +276,13 @@ pub struct KernelConfig {
     /// false, `_streamk` at the end of the name when true.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stream_k: bool,
+    /// Tiled family on sm_90+: the interior blocks' A and B' tiles arrive by one tensor copy
+    /// each (`cp.async.bulk.tensor`, issued by one thread, completing on the stage's
+    /// mbarrier) instead of every thread's 16-byte `cp.async` ([`KernelConfig::tma_capable`]
+    /// says where). Absent from stored rows and from the name when false, `_tma` at the end
+    /// of the name when true.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tma: bool,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -285,6 +292,16 @@ fn is_zero(value: &u32) -> bool {
 fn is_false(value: &bool) -> bool {
     !*value
 }
+
+/// Shared-memory bytes after the ring for the tensor copies' mbarriers (one per stage, 8
+/// bytes each, room for 8).
+const TMA_BARRIER_BYTES: u32 = 8 * 8;
+
+/// The longest side of a tensor copy's box, in elements (`cuTensorMapEncodeTiled`).
+const TMA_BOX_MAX: u32 = 256;
+
+/// The name suffix of a configuration with tensor copies ([`KernelConfig::tma`]).
+const TMA_SUFFIX: &str = "_tma";
 
 /// The name suffix of a stream-K configuration ([`KernelConfig::stream_k`]).
 const STREAM_K_SUFFIX: &str = "_streamk";
@@ -334,6 +351,7 @@ impl KernelConfig {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
+            tma: false,
         }
     }
 
@@ -359,6 +377,7 @@ impl KernelConfig {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
+            tma: false,
         }
     }
 
@@ -459,7 +478,13 @@ impl KernelConfig {
         };
         let a = self.a_rows().saturating_mul(self.a_stride());
         let b = self.w_s().saturating_mul(self.n_s);
-        round_up_to_4(a.saturating_add(b).saturating_add(d))
+        let floats = round_up_to_4(a.saturating_add(b).saturating_add(d));
+        // Tensor copies land on 128-byte boundaries: every stage starts on one.
+        if self.tma {
+            floats.div_ceil(32).saturating_mul(32)
+        } else {
+            floats
+        }
     }
 
     /// Dynamic shared memory per block, bytes: every stage of the ring (the design
@@ -469,12 +494,26 @@ impl KernelConfig {
         match self.family() {
             Family::Tiled | Family::Ew => 4u32
                 .saturating_mul(self.stage_floats())
-                .saturating_mul(self.stages),
+                .saturating_mul(self.stages)
+                .saturating_add(if self.tma { TMA_BARRIER_BYTES } else { 0 }),
             Family::Decode | Family::EwDecode => (self.threads() / 32)
                 .saturating_mul(4)
                 .saturating_mul(self.m_s)
                 .saturating_mul(self.n_s),
         }
+    }
+
+    /// Whether this configuration could take tensor copies ([`KernelConfig::tma`]): the tiled
+    /// family on column-major A or its transposed copy, no packing (a packed tile's columns
+    /// are gathered), not stream-K, every box side within the tensor copy's 256 elements.
+    pub fn tma_capable(&self) -> bool {
+        self.family() == Family::Tiled
+            && matches!(self.a_copy, ACopy::Col16 | ACopy::Transposed)
+            && !self.packing
+            && !self.stream_k
+            && [self.m_s, self.n_s, self.k_s, self.w_s()]
+                .iter()
+                .all(|&d| d <= TMA_BOX_MAX)
     }
 
     /// Device workspace floats a launch on an m×k A and an m×n C needs: the column-major
@@ -553,8 +592,9 @@ impl KernelConfig {
             format!("_rc{}", self.row_chunk)
         };
         let schedule = if self.stream_k { STREAM_K_SUFFIX } else { "" };
+        let copies = if self.tma { TMA_SUFFIX } else { "" };
         format!(
-            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}",
+            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}{}",
             self.a_copy.token(),
             self.m_s,
             self.n_s,
@@ -571,6 +611,7 @@ impl KernelConfig {
             self.min_blocks,
             self.split_k,
             chunk,
+            copies,
             schedule
         )
     }
@@ -584,6 +625,10 @@ impl KernelConfig {
     fn parse_name_loosely(name: &str) -> Option<Self> {
         let rest = name.strip_prefix("nm_spmm_f32_")?;
         let (rest, stream_k) = match rest.strip_suffix(STREAM_K_SUFFIX) {
+            Some(rest) => (rest, true),
+            None => (rest, false),
+        };
+        let (rest, tma) = match rest.strip_suffix(TMA_SUFFIX) {
             Some(rest) => (rest, true),
             None => (rest, false),
         };
@@ -624,6 +669,7 @@ impl KernelConfig {
             split_k: num(sk, "sk")?,
             row_chunk,
             stream_k,
+            tma,
         })
     }
 }
@@ -651,6 +697,8 @@ struct StoredConfig {
     row_chunk: u32,
     #[serde(default)]
     stream_k: bool,
+    #[serde(default)]
+    tma: bool,
 }
 
 impl From<StoredConfig> for KernelConfig {
@@ -678,6 +726,7 @@ impl From<StoredConfig> for KernelConfig {
             split_k: s.split_k,
             row_chunk: s.row_chunk,
             stream_k: s.stream_k,
+            tma: s.tma,
         }
     }
 }
@@ -755,6 +804,7 @@ mod tests {
             split_k: 1,
             row_chunk: 0,
             stream_k: false,
+            tma: false,
         };
         assert_eq!(
             cfg.name(),
@@ -775,6 +825,38 @@ mod tests {
     }
 
     #[test]
+    fn tensor_copies_are_spelled_after_the_row_chunk_and_stored_only_when_set() {
+        let plain = KernelConfig::parse_name(
+            "nm_spmm_f32_acol16_ms128_ns256_ks32_mt16_nt8_w8x4_n12m32l32_nopack_cp3_mb1_sk1_rc4",
+        )
+        .unwrap();
+        assert!(!plain.tma && plain.tma_capable());
+        let tensor = KernelConfig { tma: true, ..plain };
+        assert_eq!(tensor.name(), format!("{}_tma", plain.name()));
+        assert_eq!(KernelConfig::parse_name(&tensor.name()), Some(tensor));
+        // Rows stored before the field existed read as cp.async kernels.
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("tma"));
+        assert_eq!(serde_json::from_str::<KernelConfig>(&json).unwrap(), plain);
+        let json = serde_json::to_string(&tensor).unwrap();
+        assert_eq!(serde_json::from_str::<KernelConfig>(&json).unwrap(), tensor);
+        // A tensor copy's stages start on 128-byte lines, and its mbarriers follow the ring.
+        assert_eq!(tensor.stage_floats() % 32, 0);
+        assert!(tensor.smem_bytes() > tensor.stages * tensor.stage_floats() * 4);
+        // Packing gathers columns, and a stream-K worker's loop is not the one they serve.
+        assert!(!KernelConfig {
+            packing: true,
+            ..plain
+        }
+        .tma_capable());
+        assert!(!KernelConfig {
+            stream_k: true,
+            ..plain
+        }
+        .tma_capable());
+    }
+
+    #[test]
     fn a_row_chunk_is_spelled_last_and_stored_only_when_set() {
         let whole = KernelConfig::parse_name(
             "nm_spmm_f32_acol16_ms256_ns32_ks128_mt16_nt8_w16x2_n4m32l32_pack_cp2_mb1_sk1",
@@ -784,6 +866,7 @@ mod tests {
         let chunked = KernelConfig {
             row_chunk: 4,
             stream_k: false,
+            tma: false,
             ..whole
         };
         assert_eq!(

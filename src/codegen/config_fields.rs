@@ -31,6 +31,8 @@ pub struct ConfigFields {
     pub row_chunk: u32,
     /// Whether the tiles of the last two waves are shared out stream-K.
     pub stream_k: bool,
+    /// Whether the interior tiles of A and B' arrive by tensor copies (sm_90+).
+    pub tma: bool,
 }
 
 impl From<&KernelConfig> for ConfigFields {
@@ -51,6 +53,7 @@ impl From<&KernelConfig> for ConfigFields {
             split_k: c.split_k,
             row_chunk: c.row_chunk,
             stream_k: c.stream_k,
+            tma: c.tma,
         }
     }
 }

@@ -147,6 +147,7 @@ fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
                                             split_k: 1,
                                             row_chunk: 0,
                                             stream_k: false,
+                                            tma: false,
                                         });
                                     }
                                 }

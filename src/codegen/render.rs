@@ -268,6 +268,7 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("fragment_buffers", &validate::fragment_buffers(cfg));
     ctx.insert("row_chunk", &validate::row_chunk(cfg));
     ctx.insert("at_align", &super::config::TRANSPOSED_ALIGN_FLOATS);
+    ctx.insert("tma", &cfg.tma);
     ctx
 }
 
@@ -343,6 +344,7 @@ mod tests {
             split_k: 4,
             row_chunk: 0,
             stream_k: false,
+            tma: false,
         }
     }
 

@@ -105,6 +105,7 @@ pub fn validate(cfg: &KernelConfig, gpu: &GpuProfile) -> Result<(), CodegenError
 pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
     chunk_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     stream_k_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
+    tma_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     match cfg.family() {
         Family::Tiled => tiled_rules(cfg),
         Family::Decode => pattern_rules(cfg)
@@ -201,6 +202,19 @@ fn stream_k_rules(cfg: &KernelConfig) -> Rule {
             "a stream-K schedule shares out whole k-ranges: split_k must be 1, not {}",
             cfg.split_k
         )
+    })
+}
+
+/// Tensor copies serve the tiled family's whole column-major tiles only
+/// ([`KernelConfig::tma_capable`]).
+fn tma_rules(cfg: &KernelConfig) -> Rule {
+    if !cfg.tma {
+        return Ok(());
+    }
+    rule(cfg.tma_capable(), || {
+        "tma applies to the tiled family's column-major and transposing paths without packing \
+         or stream-K, with every tile side at most 256"
+            .to_string()
     })
 }
 
@@ -674,8 +688,18 @@ fn gpu_rules(cfg: &KernelConfig, gpu: &GpuProfile) -> Rule {
             "cp.async needs compute capability 8.0 or newer; {} is {}.{}",
             gpu.name, cc.0, cc.1
         )
+    })?;
+    rule(!cfg.tma || cc >= TMA_COMPUTE_CAPABILITY, || {
+        format!(
+            "tensor copies need compute capability 9.0 or newer; {} is {}.{}",
+            gpu.name, cc.0, cc.1
+        )
     })
 }
+
+/// First compute capability with tensor copies (`cp.async.bulk.tensor`) and mbarrier
+/// transaction counts.
+const TMA_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
 
 fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     // Tiles are divisors below: a configuration that skipped `validate` must not panic here.

@@ -247,6 +247,29 @@ impl LoadedKernel {
         // stream-K launch's workers follow its data-parallel rows as an ordinary launch.
         let first_dependent =
             self.programmatic && (cfg.family().is_direct() || self.transpose.is_some());
+        let maps = if cfg.tma {
+            let (a_ptr, a_rows) = match self.transpose {
+                Some(_) => (
+                    transposed.device_ptr(stream).0,
+                    cfg.transposed_floats(m, k) / k.max(1),
+                ),
+                None => (bufs.a.device_ptr(stream).0, m),
+            };
+            let w = k / cfg.nm.m as usize * cfg.nm.n as usize;
+            let b_ptr = bufs.b_values.device_ptr(stream).0;
+            Some([
+                tensor_map(a_ptr, (a_rows, k), (cfg.m_s, cfg.k_s)),
+                tensor_map(b_ptr, (n, w), (cfg.n_s, cfg.w_s())),
+            ])
+            .map(|[a, b]| Ok::<_, DriverError>([a?, b?]))
+            .transpose()
+            .map_err(driver_err(format!(
+                "encoding the tensor maps of {}",
+                cfg.name()
+            )))?
+        } else {
+            None
+        };
         for (i, (function, grid, sk_tiles)) in launches.into_iter().enumerate() {
             if first_dependent && i == 0 {
                 let a: &dyn DevicePtr<f32> = match self.transpose {
@@ -261,6 +284,7 @@ impl LoadedKernel {
                     partials: &mut partials,
                     stream_k: sk_tiles.map(|sk_tiles| (&mut bufs.workspace.counters, sk_tiles)),
                     scalars: (m32, n32, k32, alpha, beta),
+                    maps,
                 };
                 launch_main_dependent(stream, function, grid, args)
                     .map_err(driver_err(format!("launching {}", cfg.name())))?;
@@ -290,6 +314,9 @@ impl LoadedKernel {
                 main.arg(sk_tiles);
             }
             main.arg(&alpha).arg(&beta);
+            if let Some(maps) = &maps {
+                main.arg(&maps[0]).arg(&maps[1]);
+            }
             // SAFETY: argument list matches the kernel ABI of codegen (the stream-K workers'
             // adds the counters and sk_tiles); sizes checked by callers.
             unsafe { main.launch(grid) }
@@ -475,6 +502,8 @@ struct MainArgs<'a, 'b> {
     stream_k: Option<(&'a mut CudaSlice<u32>, i32)>,
     /// m, n, k, alpha, beta.
     scalars: (i32, i32, i32, f32, f32),
+    /// The tensor maps of A and B' (experiment, [`KernelConfig::tma_copies`]).
+    maps: Option<[TmaMap; 2]>,
 }
 
 /// Launch a main kernel as a programmatic dependent of the kernel before it in the stream
@@ -513,6 +542,7 @@ fn launch_main_dependent(
         params.ints.push(sk_tiles);
     }
     params.floats.extend([alpha, beta]);
+    params.maps.extend(args.maps.into_iter().flatten());
     // SAFETY: the main-kernel ABI of codegen (A, B', D [, col_info, col_count], C, workspace
     // [, counters], m, n, k [, sk_tiles], alpha, beta); sizes checked by the callers, buffers
     // kept alive by `guards`.
@@ -537,6 +567,49 @@ struct KernelParams {
     pointers: Vec<sys::CUdeviceptr>,
     ints: Vec<i32>,
     floats: Vec<f32>,
+    maps: Vec<TmaMap>,
+}
+
+/// A tensor map as a kernel parameter (`nmk::TmaMap`, 128 bytes).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct TmaMap(sys::CUtensorMap);
+
+// SAFETY: plain data the driver reads as the kernel's 128-byte parameter.
+unsafe impl cudarc::driver::DeviceRepr for TmaMap {}
+
+/// Experiment (session 37): the tensor map of a column-major f32 matrix at `ptr`,
+/// `rows` contiguous floats × `cols` columns, copied in boxes of `box_dims` (rows, columns).
+fn tensor_map(
+    ptr: sys::CUdeviceptr,
+    (rows, cols): (usize, usize),
+    box_dims: (u32, u32),
+) -> Result<TmaMap, DriverError> {
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    let dims = [rows as u64, cols as u64];
+    let strides = [rows as u64 * 4];
+    let boxes = [box_dims.0, box_dims.1];
+    let steps = [1u32, 1];
+    // SAFETY: every array has the rank's length; the driver only writes `map`.
+    unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            2,
+            ptr as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            steps.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    }
+    .result()?;
+    // SAFETY: initialised by the successful call above.
+    Ok(TmaMap(unsafe { map.assume_init() }))
 }
 
 /// Launch `function` with programmatic stream serialization (sm_90+).
@@ -562,6 +635,12 @@ unsafe fn launch_programmatic(
             .floats
             .iter_mut()
             .map(|p| p as *mut f32 as *mut c_void),
+    );
+    list.extend(
+        params
+            .maps
+            .iter_mut()
+            .map(|p| p as *mut TmaMap as *mut c_void),
     );
     // SAFETY: a zeroed attribute is a valid plain-data value; id and value are set.
     let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };

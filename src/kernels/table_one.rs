@@ -67,6 +67,7 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     };
     (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
         .then_some(cfg)
@@ -185,6 +186,7 @@ pub fn why_unsupported(problem: &Problem) -> String {
         split_k: 1,
         row_chunk: 0,
         stream_k: false,
+        tma: false,
     };
     let probe = if problem.is_element_wise() {
         ew_config(problem, EW_DEFAULT_SHAPE)

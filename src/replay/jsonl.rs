@@ -306,6 +306,7 @@ mod tests {
                 split_k: 1,
                 row_chunk: 0,
                 stream_k: false,
+                tma: false,
             },
             status: Status::Ok,
             error: None,

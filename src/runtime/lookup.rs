@@ -643,6 +643,7 @@ mod tests {
             split_k,
             row_chunk: 0,
             stream_k: false,
+            tma: false,
         }
     }
 
@@ -785,6 +786,7 @@ mod tests {
         let p = problem(32, 2048, 8192);
         let streamed = KernelConfig {
             stream_k: true,
+            tma: false,
             ..config(32, 1)
         };
         assert!(validate(&streamed, &h100()).is_ok());
@@ -800,6 +802,7 @@ mod tests {
         let p = problem(40, 2048, 8192);
         let streamed = KernelConfig {
             stream_k: true,
+            tma: false,
             ..config(32, 1)
         };
         let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();
@@ -813,6 +816,7 @@ mod tests {
         let p = problem(64, 2080, 8192);
         let streamed = KernelConfig {
             stream_k: true,
+            tma: false,
             ..config(32, 1)
         };
         let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();

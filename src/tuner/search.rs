@@ -61,7 +61,11 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
             .collect();
     match strategy {
-        Strategy::Exhaustive => ranked(space, problem, gpu),
+        Strategy::Exhaustive => {
+            let picked = ranked(space, problem, gpu);
+            let all = picked.len();
+            with_tma_twins(picked, problem, gpu, all)
+        }
         Strategy::Sample => {
             let mut picked = candidates(problem, gpu, Strategy::Pruned);
             for cfg in sample(space, SAMPLE_SIZE) {
@@ -76,6 +80,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         Strategy::Warm | Strategy::Pruned => {
             let picked = pruned_candidates(whole_tiles(space), problem, gpu);
             let picked = with_transposed_twins(picked, problem, gpu);
+            let picked = with_tma_twins(picked, problem, gpu, TMA_TWINS_TOP);
             with_stream_k(with_row_chunks(picked, problem, gpu), problem, gpu)
         }
         Strategy::Model => {
@@ -143,6 +148,7 @@ pub fn with_stream_k(
     with_variants(picked, problem, gpu, (firsts, STREAM_K_TOP), |cfg| {
         [KernelConfig {
             stream_k: true,
+            tma: false,
             ..cfg
         }]
     })
@@ -179,6 +185,27 @@ pub fn with_transposed_twins(
             }]
         },
     )
+}
+
+/// Tiled candidates whose twins with tensor copies ([`KernelConfig::tma`]) the timing
+/// strategies time too. The model predicts a twin as its cp.async kernel, and which of the
+/// two wins depends on the kernel: at 4096³ on the H100 the twin of the 8:32 winner was 3 %
+/// faster, that of the 16:32 winner 1 % slower, and twins of candidates ranked 7th and 8th
+/// won 12:32 (docs/perf-log.md, session 37).
+pub const TMA_TWINS_TOP: usize = 4;
+
+/// `picked` followed by the valid tensor-copy twins of its first `top` configurations that
+/// can take them (none on a GPU before sm_90).
+pub fn with_tma_twins(
+    picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+    top: usize,
+) -> Vec<KernelConfig> {
+    let firsts = |cfg: &KernelConfig| cfg.tma_capable() && !cfg.tma;
+    with_variants(picked, problem, gpu, (firsts, top), |cfg| {
+        [KernelConfig { tma: true, ..cfg }]
+    })
 }
 
 /// Vector-wise decode candidates of 4-row blocks whose 8-row variants
@@ -662,6 +689,7 @@ impl Seed {
             split_k,
             row_chunk: 0,
             stream_k: false,
+            tma: false,
         }
     }
 }
@@ -835,6 +863,7 @@ mod tests {
                     let base = KernelConfig {
                         row_chunk: 0,
                         stream_k: false,
+                        tma: false,
                         ..*cfg
                     };
                     assert!(
@@ -847,6 +876,30 @@ mod tests {
             }
         }
         assert!(chunked_problems > 0, "no strategy timed a chunked kernel");
+    }
+
+    #[test]
+    fn the_timing_strategies_time_tensor_copy_twins_on_sm_90_only() {
+        let nm = NmPattern::new(12, 32).unwrap();
+        let problem = Problem::new(4096, 4096, 4096, nm, 32)
+            .unwrap()
+            .with_layout(ALayout::ColMajor)
+            .unwrap();
+        let h100 = GpuProfile::builtin("h100").unwrap();
+        let picked = candidates(&problem, &h100, Strategy::Pruned);
+        let twins: Vec<_> = picked.iter().filter(|c| c.tma).collect();
+        assert!(!twins.is_empty() && twins.len() <= TMA_TWINS_TOP);
+        for twin in twins {
+            let plain = KernelConfig {
+                tma: false,
+                ..*twin
+            };
+            assert!(picked.contains(&plain), "{twin} has no cp.async twin");
+        }
+        let a100 = GpuProfile::builtin("a100").unwrap();
+        assert!(!candidates(&problem, &a100, Strategy::Pruned)
+            .iter()
+            .any(|c| c.tma));
     }
 
     #[test]
@@ -869,6 +922,7 @@ mod tests {
         for cfg in stream {
             let base = KernelConfig {
                 stream_k: false,
+                tma: false,
                 ..*cfg
             };
             assert!(

@@ -16,8 +16,8 @@
 //! (a new dimension, new seeds), tune with the pruned strategy.
 
 use super::search::{
-    table_one_seeds, with_pipeline_twins, with_row_chunks, with_stream_k, with_transposed_twins,
-    with_wide_rows,
+    table_one_seeds, with_pipeline_twins, with_row_chunks, with_stream_k, with_tma_twins,
+    with_transposed_twins, with_wide_rows, TMA_TWINS_TOP,
 };
 use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
@@ -70,8 +70,9 @@ fn is_stale(row: &Measurement) -> bool {
 /// then the row-chunk variants of the first few ([`with_row_chunks`]), the 8-row variants of
 /// the first few 4-row decode ones ([`with_wide_rows`]), the other decode pipelines of the
 /// first few decode ones ([`with_pipeline_twins`]), the transposing twins of the first few
-/// row-copying ones ([`with_transposed_twins`]) and the stream-K variants of the first few
-/// tiled ones ([`with_stream_k`]).
+/// row-copying ones ([`with_transposed_twins`]), the tensor-copy twins of the first few that
+/// can take them ([`with_tma_twins`]) and the stream-K variants of the first few tiled ones
+/// ([`with_stream_k`]).
 fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     // Every row here has a time (`is_timing`), and a stored time is finite.
     let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
@@ -100,6 +101,7 @@ fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> V
         }
     }
     let picked = with_transposed_twins(picked, problem, gpu);
+    let picked = with_tma_twins(picked, problem, gpu, TMA_TWINS_TOP);
     let picked = with_wide_rows(with_row_chunks(picked, problem, gpu), problem, gpu);
     with_stream_k(with_pipeline_twins(picked, problem, gpu), problem, gpu)
 }
