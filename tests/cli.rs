@@ -354,6 +354,15 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
         .assert()
         .code(1)
         .stderr(one_line_error("not a kernel name"));
+    // A kernel the architecture cannot run is refused before the compiler's log is printed.
+    let tma = "nm_spmm_f32_acol16_ms128_ns256_ks64_mt16_nt8_w8x4_n8m32l32_nopack_cp3_mb1_sk1_tma";
+    nmtune()
+        .args(["kernel", tma, "--arch", "sm_80"])
+        .assert()
+        .code(1)
+        .stderr(one_line_error(
+            "needs compute capability 9.0 or newer; sm_80 is 8.0",
+        ));
     if nmtune::codegen::nvrtc::nvrtc_available().is_err() {
         eprintln!("SKIPPED: NVRTC not available for the kernel report");
         return;

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::Args;
-use nmtune::codegen::{nvrtc, render, CodegenError, KernelConfig};
+use nmtune::codegen::{nvrtc, render, validate, CodegenError, KernelConfig};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -25,6 +25,7 @@ pub struct KernelArgs {
 pub fn run(args: &KernelArgs) -> anyhow::Result<()> {
     let cfg = KernelConfig::parse_name(args.name.trim())
         .with_context(|| format!("'{}' is not a kernel name", args.name))?;
+    validate::validate_for_arch(&cfg, &args.arch)?;
     let source = render::render(&cfg)?;
     if args.source {
         print!("{}", source.source);

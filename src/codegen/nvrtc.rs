@@ -146,14 +146,22 @@ fn c_chars_to_string(chars: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// The compute capability an architecture name stands for: `sm_90` and `sm_90a` → (9, 0),
+/// `sm_120` → (12, 0); `None` for a name that is no architecture.
+pub fn compute_capability_of(arch: &str) -> Option<(u32, u32)> {
+    let digits = arch.strip_prefix("sm_")?;
+    let digits = digits
+        .strip_suffix(|c: char| c.is_ascii_lowercase())
+        .unwrap_or(digits);
+    if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let (major, minor) = digits.split_at(digits.len() - 1);
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
 fn validate_arch(arch: &str) -> Result<(), CodegenError> {
-    let digits = arch.strip_prefix("sm_").unwrap_or("");
-    let ok = digits.len() >= 2
-        && digits
-            .chars()
-            .take(digits.len() - 1)
-            .all(|c| c.is_ascii_digit());
-    if ok {
+    if compute_capability_of(arch).is_some() {
         Ok(())
     } else {
         Err(CodegenError::Compile {
@@ -382,6 +390,23 @@ fn read_cache_file(path: &Path) -> Result<Option<(Vec<u8>, String)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn architecture_names_give_their_compute_capability() {
+        let cases = [
+            ("sm_90", Some((9, 0))),
+            ("sm_90a", Some((9, 0))),
+            ("sm_80", Some((8, 0))),
+            ("sm_120", Some((12, 0))),
+            ("sm_9", None),
+            ("foo", None),
+            ("sm_", None),
+            ("sm_9x0", None),
+        ];
+        for (arch, want) in cases {
+            assert_eq!(compute_capability_of(arch), want, "{arch}");
+        }
+    }
 
     const LOG: &str = "ptxas info    : 0 bytes gmem\n\
 ptxas info    : Compiling entry function 'k_reduce' for 'sm_90'\n\

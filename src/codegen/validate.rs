@@ -11,7 +11,7 @@
 //! other dimension, and a last, partial pass is predicated at compile time.
 
 use super::config::EW_WARP_ROWS_PER_LANE_ROW;
-use super::{ACopy, CodegenError, Family, KernelConfig};
+use super::{nvrtc, ACopy, CodegenError, Family, KernelConfig};
 use crate::gpu_profile::GpuProfile;
 use crate::problem::{Dtype, NmPattern, Problem, DECODE_MAX_M, ELEMENT_WISE_L};
 
@@ -682,24 +682,42 @@ fn gpu_rules(cfg: &KernelConfig, gpu: &GpuProfile) -> Rule {
             gpu.name
         )
     })?;
-    let cc = gpu.compute_capability;
-    rule(cc >= (8, 0), || {
-        format!(
-            "cp.async needs compute capability 8.0 or newer; {} is {}.{}",
-            gpu.name, cc.0, cc.1
-        )
-    })?;
-    rule(!cfg.tma || cc >= TMA_COMPUTE_CAPABILITY, || {
-        format!(
-            "tensor copies need compute capability 9.0 or newer; {} is {}.{}",
-            gpu.name, cc.0, cc.1
-        )
-    })
+    capability_rules(cfg, &gpu.name, gpu.compute_capability)
 }
+
+/// The rules a target architecture alone decides (`nmtune kernel --arch`, where no GPU
+/// profile is at hand): the instructions `cfg`'s kernel needs. `arch` is `sm_<major><minor>`
+/// (a suffix such as `sm_90a` allowed); one that is no architecture passes here and is
+/// refused by the compiler's own check.
+pub fn validate_for_arch(cfg: &KernelConfig, arch: &str) -> Result<(), CodegenError> {
+    match nvrtc::compute_capability_of(arch) {
+        Some(cc) => capability_rules(cfg, arch, cc).map_err(|reason| rejected(cfg, reason)),
+        None => Ok(()),
+    }
+}
+
+/// First compute capability with `cp.async`, which every family's copies use.
+const CP_ASYNC_COMPUTE_CAPABILITY: (u32, u32) = (8, 0);
 
 /// First compute capability with tensor copies (`cp.async.bulk.tensor`) and mbarrier
 /// transaction counts.
 const TMA_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
+
+/// The compute capability `cfg`'s kernel needs, against `target`'s (a GPU or an architecture).
+fn capability_rules(cfg: &KernelConfig, target: &str, cc: (u32, u32)) -> Rule {
+    let needs = |what: &str, (major, minor): (u32, u32)| {
+        format!(
+            "{what} needs compute capability {major}.{minor} or newer; {target} is {}.{}",
+            cc.0, cc.1
+        )
+    };
+    rule(cc >= CP_ASYNC_COMPUTE_CAPABILITY, || {
+        needs("cp.async", CP_ASYNC_COMPUTE_CAPABILITY)
+    })?;
+    rule(!cfg.tma || cc >= TMA_COMPUTE_CAPABILITY, || {
+        needs("a tensor copy (tma)", TMA_COMPUTE_CAPABILITY)
+    })
+}
 
 fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     // Tiles are divisors below: a configuration that skipped `validate` must not panic here.
