@@ -122,6 +122,22 @@ fn error_of(gpu: &Gpu, kernel: &LoadedKernel, (m, n, k): (usize, usize, usize), 
     reference::relative_error(&got, &want)
 }
 
+/// One (configuration, shape) pair: `kernel` on a random instance of `shape` against the CPU
+/// reference. A failure is recorded, not raised, so that one run lists every failing pair.
+fn check_pair(
+    gpu: &Gpu,
+    kernel: &LoadedKernel,
+    shape: (usize, usize, usize),
+    seed: u64,
+    failures: &mut Vec<String>,
+) {
+    let err = error_of(gpu, kernel, shape, seed);
+    if err.is_nan() || err >= BOUND {
+        let name = kernel.config.name();
+        failures.push(format!("{name} at {shape:?}: rel error {err:.3e}"));
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn launch(
     gpu: &Gpu,
@@ -272,15 +288,8 @@ fn every_template_family_matches_the_cpu_reference() {
         for (i, shape) in shapes.iter().enumerate() {
             let k = shape.2.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
             let n_cols = shape.1.div_ceil(cfg.l as usize) * cfg.l as usize;
-            let err = error_of(&gpu, &kernel, (shape.0, n_cols, k), i as u64);
+            check_pair(&gpu, &kernel, (shape.0, n_cols, k), i as u64, &mut failures);
             checked += 1;
-            if err.is_nan() || err >= BOUND {
-                failures.push(format!(
-                    "{} at {:?}: rel error {err:.3e}",
-                    cfg.name(),
-                    (shape.0, n_cols, k)
-                ));
-            }
         }
     }
     eprintln!(
@@ -357,15 +366,8 @@ fn the_tensor_copies_match_the_cpu_reference() {
         for (i, &(m, n, k)) in shapes.iter().enumerate() {
             let k = k.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
             let n = n.div_ceil(cfg.l as usize) * cfg.l as usize;
-            let err = error_of(&gpu, &kernel, (m, n, k), i as u64);
+            check_pair(&gpu, &kernel, (m, n, k), i as u64, &mut failures);
             checked += 1;
-            if err.is_nan() || err >= BOUND {
-                failures.push(format!(
-                    "{} at {:?}: rel error {err:.3e}",
-                    cfg.name(),
-                    (m, n, k)
-                ));
-            }
         }
     }
     eprintln!(
@@ -451,15 +453,8 @@ fn the_element_wise_family_matches_the_cpu_reference() {
             if validate::validate_for_problem(cfg, &problem).is_err() {
                 continue; // split-K above the stages of a short k
             }
-            let err = error_of(&gpu, &kernel, (m, n, k), 100 + i as u64);
+            check_pair(&gpu, &kernel, (m, n, k), 100 + i as u64, &mut failures);
             checked += 1;
-            if err.is_nan() || err >= BOUND {
-                failures.push(format!(
-                    "{} at {:?}: rel error {err:.3e}",
-                    cfg.name(),
-                    (m, n, k)
-                ));
-            }
         }
     }
     eprintln!(

@@ -257,16 +257,16 @@ impl LoadedKernel {
             };
             let w = k / cfg.nm.m as usize * cfg.nm.n as usize;
             let b_ptr = bufs.b_values.device_ptr(stream).0;
+            let encode = |ptr, dims, boxes| {
+                tensor_map(ptr, dims, boxes).map_err(driver_err(format!(
+                    "encoding the tensor maps of {}",
+                    cfg.name()
+                )))
+            };
             Some([
-                tensor_map(a_ptr, (a_rows, k), (cfg.m_s, cfg.k_s)),
-                tensor_map(b_ptr, (n, w), (cfg.n_s, cfg.w_s())),
+                encode(a_ptr, (a_rows, k), (cfg.m_s, cfg.k_s))?,
+                encode(b_ptr, (n, w), (cfg.n_s, cfg.w_s()))?,
             ])
-            .map(|[a, b]| Ok::<_, DriverError>([a?, b?]))
-            .transpose()
-            .map_err(driver_err(format!(
-                "encoding the tensor maps of {}",
-                cfg.name()
-            )))?
         } else {
             None
         };
@@ -502,7 +502,8 @@ struct MainArgs<'a, 'b> {
     stream_k: Option<(&'a mut CudaSlice<u32>, i32)>,
     /// m, n, k, alpha, beta.
     scalars: (i32, i32, i32, f32, f32),
-    /// The tensor maps of A and B' (experiment, [`KernelConfig::tma_copies`]).
+    /// The tensor maps of A (or its transposed copy) and B' for a kernel with tensor copies
+    /// ([`KernelConfig::tma`]), in the kernel's argument order after alpha and beta.
     maps: Option<[TmaMap; 2]>,
 }
 
@@ -578,7 +579,7 @@ struct TmaMap(sys::CUtensorMap);
 // SAFETY: plain data the driver reads as the kernel's 128-byte parameter.
 unsafe impl cudarc::driver::DeviceRepr for TmaMap {}
 
-/// Experiment (session 37): the tensor map of a column-major f32 matrix at `ptr`,
+/// The tensor map of a column-major f32 matrix at `ptr`,
 /// `rows` contiguous floats × `cols` columns, copied in boxes of `box_dims` (rows, columns).
 fn tensor_map(
     ptr: sys::CUdeviceptr,
