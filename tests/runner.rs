@@ -454,6 +454,7 @@ fn warm_plan(rows: &[Measurement], problem: &Problem) -> (HashSet<String>, bool)
         }
     }
     let twinned = search::with_transposed_twins(picked, problem, &h200());
+    let twinned = search::with_tma_twins(twinned, problem, &h200(), search::TMA_TWINS_TOP);
     let chunked = search::with_row_chunks(twinned, problem, &h200());
     let plan = search::with_stream_k(chunked, problem, &h200())
         .iter()
