@@ -499,6 +499,62 @@ fn a_warm_retune_offers_the_current_winners_variants_and_runs_only_what_is_new()
 }
 
 #[test]
+fn a_warm_retune_offers_each_problem_the_winners_of_its_cell() {
+    // Three layers of one cell (same m, pattern, L, layout and type) tuned with the pruned
+    // strategy, so each has its own winner; then a warm re-tune.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    let pattern = NmPattern::new(8, 32).unwrap();
+    let cell: Vec<Problem> = [(1024, 2048), (2048, 4096), (4096, 1024)]
+        .iter()
+        .map(|&(n, k)| Problem::new(256, n, k, pattern, 32).unwrap())
+        .collect();
+    let tune = |opts: &TuneOptions| {
+        let calls = Rc::new(RefCell::new(Vec::new()));
+        let fake = Fake {
+            calls: Rc::clone(&calls),
+            fault: None,
+        };
+        tune_with_runner(fake, &h200(), &cell, &db, opts).unwrap();
+        let ran: Vec<Call> = calls.borrow().clone();
+        ran
+    };
+    tune(&options(dir.path()));
+    let winners = best(&db);
+    let before = rows(&db);
+    let ran = tune(&TuneOptions {
+        strategy: Strategy::Warm,
+        retune_since: Some(chrono::Utc::now()),
+        ..options(dir.path())
+    });
+    let mut offered = 0;
+    for problem in &cell {
+        for (other, name) in &winners {
+            let won = KernelConfig::parse_name(name).unwrap();
+            for cfg in [won, KernelConfig { split_k: 1, ..won }] {
+                let runs = nmtune::codegen::validate_for_problem(&cfg, problem).is_ok()
+                    && nmtune::codegen::validate(&cfg, &h200()).is_ok();
+                let stored = before.contains_key(&(problem.to_string(), cfg.name()));
+                if other == problem || !runs || stored {
+                    continue;
+                }
+                offered += 1;
+                assert!(
+                    ran.iter()
+                        .any(|c| c.problem == *problem && c.kernel == cfg.name()),
+                    "{problem}: the winner of {other}, {}, was not timed",
+                    cfg.name()
+                );
+            }
+        }
+    }
+    assert!(
+        offered > 0,
+        "the layers' winners were timed on every layer already"
+    );
+}
+
+#[test]
 fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are_stored() {
     // A pruned tuning, then its rows as an earlier template's would stand after a template
     // change: another checksum, in a second database, for all but the last two problems.

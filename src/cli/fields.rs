@@ -22,7 +22,8 @@ pub enum StrategyArg {
     /// problem of a pattern: a ground truth within a GPU budget
     Sample,
     /// After a template change: each problem's 8 fastest configurations of the earlier runs in
-    /// the database, timed again, and its default (the pruned candidates where it has none)
+    /// the database, timed again, its default, and the winners of the other layers at its m,
+    /// pattern and layout (the pruned candidates where it has none)
     Warm,
 }
 

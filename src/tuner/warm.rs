@@ -10,9 +10,9 @@
 //! (every search times them: [`table_one_seeds`]) and its default configuration (the runtime's
 //! fallback, so it stays timed), the row-chunk variants of the first few, the 8-row variants
 //! of the first few 4-row decode configurations, the other decode pipelines of the first
-//! few decode configurations and the stream-K schedule of the first few tiled ones. A
-//! problem with no such rows gets the
-//! pruned candidates. It is a re-timing, not a search: after a change that moves the ranking
+//! few decode configurations and the stream-K schedule of the first few tiled ones, and last
+//! the configurations that won its siblings ([`sibling_winners`]). A problem with no such rows
+//! gets the pruned candidates. It is a re-timing, not a search: after a change that moves the ranking
 //! (a new dimension, new seeds), tune with the pruned strategy.
 
 use super::search::{
@@ -23,7 +23,7 @@ use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::GpuProfile;
 use crate::kernels::table_one;
-use crate::problem::Problem;
+use crate::problem::{ALayout, Dtype, Problem};
 use std::collections::HashMap;
 
 /// Earlier configurations timed again per problem.
@@ -45,11 +45,95 @@ pub fn warm_candidates(
             earlier.entry(row.problem).or_default().push(row);
         }
     }
+    let siblings = sibling_winners(&earlier);
     Ok(problems
         .iter()
-        .map(|p| earlier.remove(p).map(|rows| retimed(rows, p, profile)))
+        .map(|p| {
+            let rows = earlier.remove(p)?;
+            let picked = retimed(rows, p, profile);
+            if picked.is_empty() {
+                return Some(picked);
+            }
+            let won = siblings.get(&Cell::of(p)).map_or(&[][..], Vec::as_slice);
+            let others: Vec<KernelConfig> = won
+                .iter()
+                .filter(|(layer, _)| layer != p)
+                .map(|&(_, cfg)| cfg)
+                .collect();
+            Some(with_sibling_winners(picked, &others, p, profile))
+        })
         .map(|picked| picked.filter(|configs| !configs.is_empty()))
         .collect())
+}
+
+/// The problems whose winners a problem's warm candidates take in: the same m, pattern, L, A
+/// layout and element type, so one cell of `nmtune report`'s tables, other (n, k).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Cell {
+    m: usize,
+    nm: (u32, u32),
+    l: usize,
+    a_layout: ALayout,
+    dtype: Dtype,
+}
+
+impl Cell {
+    fn of(p: &Problem) -> Self {
+        Self {
+            m: p.m,
+            nm: (p.nm.n, p.nm.m),
+            l: p.l,
+            a_layout: p.a_layout,
+            dtype: p.dtype,
+        }
+    }
+}
+
+/// The fastest configuration of every problem of `earlier`, with its problem, gathered per
+/// [`Cell`] in the order of the configurations' names. A search
+/// ranks each problem's candidates apart, so a kernel that wins one layer of a cell may never
+/// be timed on the next one: on the H200, the winners of a cell's other layers ran faster than
+/// a problem's own winner on 14 of the 20 column-major 16:32 problems at m = 4096 and on 15 of
+/// the 20 row-major 4:32 ones (docs/perf-log.md, session 39).
+fn sibling_winners(
+    earlier: &HashMap<Problem, Vec<Measurement>>,
+) -> HashMap<Cell, Vec<(Problem, KernelConfig)>> {
+    let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
+    let mut won: HashMap<Cell, Vec<(Problem, KernelConfig)>> = HashMap::new();
+    for (problem, rows) in earlier {
+        if let Some(best) = rows.iter().min_by(|a, b| time(a).total_cmp(&time(b))) {
+            won.entry(Cell::of(problem))
+                .or_default()
+                .push((*problem, best.config));
+        }
+    }
+    // One order whatever the map's.
+    for layers in won.values_mut() {
+        layers.sort_by_key(|(problem, cfg)| (cfg.name(), problem.to_string()));
+    }
+    won
+}
+
+/// `picked` followed by the configurations in `won` (the winners of the problem's cell) that
+/// it lacks and that run `problem` on `gpu`, each as it won and without its split of k (the
+/// split suits the layer it won; the problem's own split variants are the search's business).
+fn with_sibling_winners(
+    mut picked: Vec<KernelConfig>,
+    won: &[KernelConfig],
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    for cfg in won {
+        for cfg in [*cfg, KernelConfig { split_k: 1, ..*cfg }] {
+            let runs = validate::validate_for_problem(&cfg, problem).is_ok()
+                && validate::validate(&cfg, gpu).is_ok()
+                && Family::serving(problem).contains(&cfg.family());
+            if runs && !picked.contains(&cfg) {
+                picked.push(cfg);
+            }
+        }
+    }
+    picked
 }
 
 /// A verified, timed row measured on the GPU (an abandoned candidate's probe runs time it too).

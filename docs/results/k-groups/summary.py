@@ -8,38 +8,22 @@ REPORT.csv is `nmtune report --format csv` of the database whose winners the lis
 Per sparsity and layout: geometric means of the speed-up over cuBLAS (each line's own cuBLAS
 time, same process) as stored, as re-timed, and with the best twin where it is faster.
 """
-import collections, csv, gzip, math, sys
+import collections, csv, math, os, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '../../../scripts'))
+from time_blocks import blocks  # noqa: E402
 
 def geo(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-def problem_key(field):
-    # m256_n2048_k2048_8:32_l32[_acol]
-    parts = field.split('_')
-    layout = 'col' if parts[-1] == 'acol' else 'row'
-    return (parts[1][1:], parts[2][1:], parts[3], layout)
 
 stored = {}
 for r in csv.DictReader(open(sys.argv[1])):
     if r['m'] == '256' and r['l'] == '32':
         stored[(r['n'], r['k'], r['nm'], r['a_layout'])] = float(r['cublas_us']) / float(r['median_us'])
 
-winner, twin = {}, {}
-for path in sys.argv[2:]:
-    lines = (gzip.open(path, 'rt') if path.endswith('.gz') else open(path)).read().splitlines()
-    for line in lines:
-        if not line.startswith('m256'):
-            continue
-        f = line.split()
-        key = problem_key(f[0])
-        if f[3] == '-':
-            winner.setdefault(key, None)
-            continue
-        speedup = float(f[6]) / float(f[3])
-        if key not in winner:
-            winner[key] = speedup
-        else:
-            twin[key] = max(twin.get(key, 0.0), speedup)
+timed = blocks(sys.argv[2:])
+winner = {(k[1], k[2], k[3], k[4]): w for k, (w, _) in timed.items() if k[0] == '256'}
+twin = {(k[1], k[2], k[3], k[4]): t for k, (_, t) in timed.items() if k[0] == '256'}
 
 cells = collections.defaultdict(list)
 for key, s in stored.items():
