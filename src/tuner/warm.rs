@@ -11,9 +11,9 @@
 //! fallback, so it stays timed), the row-chunk variants of the first few, the 8-row variants
 //! of the first few 4-row decode configurations, the other decode pipelines of the first
 //! few decode configurations and the stream-K schedule of the first few tiled ones, and last
-//! the configurations that won its siblings ([`sibling_winners`]). A problem with no such rows
-//! gets the pruned candidates. It is a re-timing, not a search: after a change that moves the ranking
-//! (a new dimension, new seeds), tune with the pruned strategy.
+//! the configurations that won its siblings ([`sibling_winners`]). A problem with no such
+//! rows gets the pruned candidates. It is a re-timing, not a search: after a change that
+//! moves the ranking (a new dimension, new seeds), tune with the pruned strategy.
 
 use super::search::{
     table_one_seeds, with_pipeline_twins, with_row_chunks, with_stream_k, with_tma_twins,
@@ -90,11 +90,11 @@ impl Cell {
 }
 
 /// The fastest configuration of every problem of `earlier`, with its problem, gathered per
-/// [`Cell`] in the order of the configurations' names. A search
-/// ranks each problem's candidates apart, so a kernel that wins one layer of a cell may never
-/// be timed on the next one: on the H200, the winners of a cell's other layers ran faster than
-/// a problem's own winner on 14 of the 20 column-major 16:32 problems at m = 4096 and on 15 of
-/// the 20 row-major 4:32 ones (docs/perf-log.md, session 39).
+/// [`Cell`] in the order of the configurations' names. A search ranks each problem's
+/// candidates apart, so a kernel that wins one layer of a cell may never be timed on the next
+/// one: on the H200, the winners of a cell's other layers ran faster than a problem's own
+/// winner on 14 of the 20 column-major 16:32 problems at m = 4096 and on 15 of the 20
+/// row-major 4:32 ones (docs/perf-log.md, session 39).
 fn sibling_winners(
     earlier: &HashMap<Problem, Vec<Measurement>>,
 ) -> HashMap<Cell, Vec<(Problem, KernelConfig)>> {
@@ -125,15 +125,20 @@ fn with_sibling_winners(
 ) -> Vec<KernelConfig> {
     for cfg in won {
         for cfg in [*cfg, KernelConfig { split_k: 1, ..*cfg }] {
-            let runs = validate::validate_for_problem(&cfg, problem).is_ok()
-                && validate::validate(&cfg, gpu).is_ok()
-                && Family::serving(problem).contains(&cfg.family());
-            if runs && !picked.contains(&cfg) {
+            if runs(&cfg, problem, gpu) && !picked.contains(&cfg) {
                 picked.push(cfg);
             }
         }
     }
     picked
+}
+
+/// Whether this build can run `cfg` for `problem` on `gpu`: a family that serves the problem,
+/// and every rule of the configuration, the problem and the GPU.
+fn runs(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
+    Family::serving(problem).contains(&cfg.family())
+        && validate::validate_for_problem(cfg, problem).is_ok()
+        && validate::validate(cfg, gpu).is_ok()
 }
 
 /// A verified, timed row measured on the GPU (an abandoned candidate's probe runs time it too).
@@ -161,14 +166,10 @@ fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> V
     // Every row here has a time (`is_timing`), and a stored time is finite.
     let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
     rows.sort_by(|a, b| time(a).total_cmp(&time(b)));
-    let serving = Family::serving(problem);
     let mut picked: Vec<KernelConfig> = Vec::new();
     for row in rows {
         let cfg = row.config;
-        let runnable = serving.contains(&cfg.family())
-            && validate::validate_for_problem(&cfg, problem).is_ok()
-            && validate::validate(&cfg, gpu).is_ok();
-        if runnable && !picked.contains(&cfg) {
+        if runs(&cfg, problem, gpu) && !picked.contains(&cfg) {
             picked.push(cfg);
             if picked.len() == WARM_TOP {
                 break;
