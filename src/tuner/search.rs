@@ -234,6 +234,41 @@ pub fn with_wide_rows(
     })
 }
 
+/// Tiled candidates whose other splits of k ([`SPLIT_K_VALUES`]) the warm strategy times too.
+/// A search times each shape with the model's few best splits ([`SEED_SPLITS`]), so a shape
+/// that won with one split was often never timed with the others.
+pub const SPLIT_TWINS_TOP: usize = 3;
+
+/// `picked` followed by the other splits of k, where the split-K rule allows them
+/// ([`split_k_allowed`]), of its first [`SPLIT_TWINS_TOP`] tiled configurations without the
+/// stream-K schedule (which splits k its own way).
+pub fn with_split_twins(
+    mut picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let twins = split_twin_bases(&picked)
+        .into_iter()
+        .flat_map(|cfg| SPLIT_K_VALUES.map(|split_k| KernelConfig { split_k, ..cfg }));
+    for twin in twins {
+        if seed_allowed(&twin, problem, gpu) && !picked.contains(&twin) {
+            picked.push(twin);
+        }
+    }
+    picked
+}
+
+/// The configurations of `picked` whose other splits [`with_split_twins`] adds: its first
+/// [`SPLIT_TWINS_TOP`] tiled ones without the stream-K schedule.
+fn split_twin_bases(picked: &[KernelConfig]) -> Vec<KernelConfig> {
+    picked
+        .iter()
+        .filter(|cfg| cfg.family() == Family::Tiled && !cfg.stream_k)
+        .take(SPLIT_TWINS_TOP)
+        .copied()
+        .collect()
+}
+
 /// `picked` followed by the variants `vary` makes of its first `top` configurations that
 /// `first` accepts, those valid for `problem` on `gpu` and not yet picked, in order.
 fn with_variants<const V: usize>(
@@ -900,6 +935,45 @@ mod tests {
         assert!(!candidates(&problem, &a100, Strategy::Pruned)
             .iter()
             .any(|c| c.tma));
+    }
+
+    #[test]
+    fn split_twins_are_the_allowed_other_splits_of_the_first_tiled_picks() {
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let nm = NmPattern::new(8, 32).unwrap();
+        // m = 256: a few tiles, so the split-K rule allows splits; m = 4096 fills the GPU.
+        for m in [256, 4096] {
+            let problem = Problem::new(m, 4096, 4096, nm, 32).unwrap();
+            let picked = candidates(&problem, &gpu, Strategy::Pruned);
+            let twinned = with_split_twins(picked.clone(), &problem, &gpu);
+            assert_eq!(twinned[..picked.len()], picked[..], "the twins come last");
+            let firsts = split_twin_bases(&picked);
+            assert!(!firsts.is_empty() && firsts.len() <= SPLIT_TWINS_TOP);
+            let unsplit = |c: &KernelConfig| KernelConfig { split_k: 1, ..*c };
+            let bases: Vec<KernelConfig> = firsts.iter().map(unsplit).collect();
+            let added = &twinned[picked.len()..];
+            for twin in added {
+                assert!(seed_allowed(twin, &problem, &gpu), "{twin}");
+                assert!(
+                    bases.contains(&unsplit(twin)),
+                    "{twin} is no split of a first pick"
+                );
+            }
+            for split_k in SPLIT_K_VALUES {
+                let twin = KernelConfig {
+                    split_k,
+                    ..firsts[0]
+                };
+                if seed_allowed(&twin, &problem, &gpu) {
+                    assert!(twinned.contains(&twin), "{twin} missing");
+                }
+            }
+            if m == 256 {
+                assert!(!added.is_empty(), "m = 256 gets other splits");
+            } else {
+                assert!(added.iter().all(|c| c.split_k == 1), "{added:?}");
+            }
+        }
     }
 
     #[test]
