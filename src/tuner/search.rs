@@ -8,6 +8,7 @@ use crate::model::{predict, ranked};
 use crate::problem::{ALayout, Problem};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// How candidates are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize, Default)]
@@ -284,10 +285,13 @@ fn with_variants<const V: usize>(
         .take(top)
         .copied()
         .collect();
+    // A set beside the list: the exhaustive strategy varies all of some 30,000 candidates,
+    // and a scan of the list per variant took 20 s a problem.
+    let mut seen: HashSet<KernelConfig> = picked.iter().copied().collect();
     for variant in firsts.into_iter().flat_map(vary) {
         let valid = validate::validate(&variant, gpu).is_ok()
             && validate::validate_for_problem(&variant, problem).is_ok();
-        if valid && !picked.contains(&variant) {
+        if valid && seen.insert(variant) {
             picked.push(variant);
         }
     }
