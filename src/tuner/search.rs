@@ -235,6 +235,26 @@ pub fn with_wide_rows(
     })
 }
 
+/// Element-wise decode candidates whose twins with the other lane width
+/// ([`validate::DECODE_LANE_COLUMNS`]) the pruned and warm strategies time too: its seeds are the
+/// vector-wise decode shapes, mostly of 8 columns a lane, and a sample of the H200's m = 1,
+/// L = 1 problems found faster kernels of 4 columns a lane for five (docs/perf-log.md,
+/// session 40).
+pub const LANE_TWINS_TOP: usize = 3;
+
+/// `picked` followed by the valid twins with the other lane widths of its first
+/// [`LANE_TWINS_TOP`] element-wise decode configurations.
+pub fn with_lane_twins(
+    picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts = |cfg: &KernelConfig| cfg.family() == Family::EwDecode;
+    with_variants(picked, problem, gpu, (firsts, LANE_TWINS_TOP), |cfg| {
+        validate::DECODE_LANE_COLUMNS.map(|n_t| KernelConfig { n_t, ..cfg })
+    })
+}
+
 /// Tiled candidates whose other splits of k ([`SPLIT_K_VALUES`]) the warm strategy times too.
 /// A search times each shape with the model's few best splits ([`SEED_SPLITS`]), so a shape
 /// that won with one split was often never timed with the others.
@@ -374,7 +394,8 @@ const DECODE_SEEDS: [(u32, u32, u32, u32); 6] = [
 
 /// The decode family's candidates for a decode problem (none for larger m; the element-wise
 /// decode family's for L = 1): the seeds with the split factors the model prefers, each with
-/// one and two stages, and the model's [`DECODE_TOP`] of `space`.
+/// one and two stages, and the model's [`DECODE_TOP`] of `space`, then the 8-row variants and
+/// the lane twins ([`with_lane_twins`]) of the first few.
 fn decode_candidates(
     space: &[KernelConfig],
     problem: &Problem,
@@ -411,7 +432,7 @@ fn decode_candidates(
         .copied()
         .collect();
     picked.extend(ranked(decode, problem, gpu).into_iter().take(DECODE_TOP));
-    with_wide_rows(picked, problem, gpu)
+    with_lane_twins(with_wide_rows(picked, problem, gpu), problem, gpu)
 }
 
 /// Element-wise block shapes timed for every element-wise problem (with the split-K factors
@@ -939,6 +960,36 @@ mod tests {
         assert!(!candidates(&problem, &a100, Strategy::Pruned)
             .iter()
             .any(|c| c.tma));
+    }
+
+    #[test]
+    fn searches_time_the_other_lane_widths_of_their_first_element_wise_decode_picks() {
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let problem = Problem::new(1, 5120, 5120, NmPattern::new(12, 32).unwrap(), 1).unwrap();
+        let picked = candidates(&problem, &gpu, Strategy::Pruned);
+        let firsts: Vec<KernelConfig> = picked
+            .iter()
+            .filter(|c| c.family() == Family::EwDecode)
+            .take(LANE_TWINS_TOP)
+            .copied()
+            .collect();
+        assert!(
+            !firsts.is_empty(),
+            "an m = 1, L = 1 problem gets element-wise decode kernels"
+        );
+        let mut twins = 0;
+        for cfg in &firsts {
+            for n_t in validate::DECODE_LANE_COLUMNS {
+                let twin = KernelConfig { n_t, ..*cfg };
+                if n_t != cfg.n_t && seed_allowed(&twin, &problem, &gpu) {
+                    assert!(picked.contains(&twin), "{twin} missing");
+                    twins += 1;
+                }
+            }
+        }
+        assert!(twins > 0, "no lane twin among {firsts:?}");
+        // The warm strategy's pass over the same list adds nothing more.
+        assert_eq!(with_lane_twins(picked.clone(), &problem, &gpu), picked);
     }
 
     #[test]
