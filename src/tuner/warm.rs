@@ -12,10 +12,9 @@
 //! of the first few 4-row decode configurations, the other decode pipelines of the first
 //! few decode configurations, the stream-K schedule and the other splits of k of the first
 //! few tiled ones, the other lane widths of the first few element-wise decode ones, and last
-//! the configurations that won its siblings ([`sibling_winners`]).
-//! A problem with no such rows gets the pruned candidates. It is a re-timing, not a search:
-//! after a change that moves the ranking (a new dimension, new seeds), tune with the pruned
-//! strategy.
+//! the configurations that won its siblings ([`sibling_winners`]). A problem with no such
+//! rows gets the pruned candidates. It is a re-timing, not a search: after a change that
+//! moves the ranking (a new dimension, new seeds), tune with the pruned strategy.
 
 use super::search::{
     table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks, with_split_twins,
