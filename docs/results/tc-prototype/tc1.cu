@@ -79,6 +79,56 @@ __device__ __forceinline__ void cp_wait() {
 __device__ __forceinline__ void fence_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// CL >= 1 (session 41): the bulk-copy and cluster helpers of the B' image path.
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                     : "memory");
+}
+// The phase of `bar` now also waits for `bytes` more bytes of bulk copies (no arrival).
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+// `bytes` contiguous bytes from global `src` to `dst` in this CTA (CL = 1) or, at the same
+// offset, in every CTA of `mask` (multicast), each completing them on its own `bar`.
+template <int CL>
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    if constexpr (CL == 1) {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                smem_addr(dst)),
+            "l"(src), "r"(bytes), "r"(smem_addr(bar))
+            : "memory");
+    } else {
+        const uint16_t mask = (1u << CL) - 1;
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+            "[%0], [%1], %2, [%3], %4;\n" ::"r"(smem_addr(dst)),
+            "l"(src), "r"(bytes), "r"(smem_addr(bar)), "h"(mask)
+            : "memory");
+    }
+}
+// Arrive on the mbarrier at `bar`'s offset in every CTA of the cluster (CL of them).
+template <int CL>
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar) {
+    if constexpr (CL <= 1) {
+        pipe::mbar_arrive(bar);
+    } else {
+#pragma unroll
+        for (uint32_t c = 0; c < CL; ++c) {
+            uint32_t remote;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(c));
+            asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
+                         : "memory");
+        }
+    }
+}
 __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -195,8 +245,15 @@ template <> struct WgmmaSS<128> {
 };
 }  // namespace tc
 
+// CL (session 41): 0 copies B' from B'ᵀ with 16-byte cp.async per thread (as before). CL >= 1
+// reads B' as an image prepared with the weight: for every 128-column block and stage the
+// stage's B tile exactly as it lies in shared memory (16 KB at KW = 64), so thread 0 copies it
+// with one bulk copy completing on the stage's `full` mbarrier (no per-thread B copies). With
+// CL > 1 the grid runs in clusters of CL blocks along m, which read the same B' tiles: each
+// copies 1/CL of the image to all of them (multicast), so B' crosses L2 once per cluster, and
+// a stage's slot is free again only when every warp of the cluster has released it.
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
-          bool MBAR, bool SWZ>
+          bool MBAR, bool SWZ, int CL = 0>
 __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
@@ -207,6 +264,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     constexpr int MS = S::MS, THREADS = S::THREADS, ROW_A = S::ROW_A;
     static_assert(!MBAR || (ASMEM && DEFER), "the mbarrier pipeline takes A from shared memory");
     static_assert(!SWZ || ASMEM, "the swizzled layout is a shared-memory A layout");
+    static_assert(CL == 0 || (MBAR && SWZ), "the B' image path is built on the sw128 mbarrier kernel");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
     constexpr int KC = KW / 8;  // 16-byte chunks (core-matrix columns) per B row of a stage
@@ -225,6 +283,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     const int q = n / L;
     const int w = k / M * N;
     const int stages_total = w / KW;
+    const uint32_t crank = CL > 1 ? cluster_rank() : 0;
+    constexpr uint32_t B_BYTES = TILE_B * 2;
 
     // The thread's i-th 16-byte copy of A: kept row (k) `row_of` of the stage, rows
     // 8·piece_of … + 7 of the block's m. For ASMEM, eight consecutive threads fill one 128-byte
@@ -272,12 +332,23 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
                 cp_async16(as + (i / PER_THREAD) * TILE_A + a_offset(r, p),
                            A + static_cast<size_t>(col[i]) * m + m0 + 8 * p);
             }
+            if constexpr (CL >= 1) {
+                if (tid == 0) {
+                    uint64_t* bar = &full[stage % STAGES];
+                    mbar_expect_tx(bar, B_BYTES);
+                    const bf16* image =
+                        Bt + (static_cast<size_t>(blockIdx.x) * stages_total + stage) * TILE_B;
+                    constexpr int SHARE = TILE_B / (CL > 1 ? CL : 1);
+                    bulk_copy<CL>(bs + crank * SHARE, image + crank * SHARE, SHARE * 2, bar);
+                }
+            } else {
 #pragma unroll
-            for (int i = 0; i < S::B_PER_THREAD; ++i) {
-                const int c = tid + THREADS * i;
-                const int nn = c / KC, kc = c % KC;
-                cp_async16(bs + ((nn / 8) * KC + kc) * 64 + (nn % 8) * 8,
-                           Bt + static_cast<size_t>(n0 + nn) * w + stage * KW + kc * 8);
+                for (int i = 0; i < S::B_PER_THREAD; ++i) {
+                    const int c = tid + THREADS * i;
+                    const int nn = c / KC, kc = c % KC;
+                    cp_async16(bs + ((nn / 8) * KC + kc) * 64 + (nn % 8) * 8,
+                               Bt + static_cast<size_t>(n0 + nn) * w + stage * KW + kc * 8);
+                }
             }
         }
         if constexpr (MBAR) {
@@ -295,7 +366,12 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     // of the stage have completed (one stage later, DEFER), releases it on `empty`.
     constexpr int AHEAD = DEFER ? STAGES - 2 : STAGES - 1;
     static_assert(AHEAD >= 1, "DEFER needs 3 stages or more");
-    if constexpr (MBAR) pipe::init_ring(full, empty, STAGES, THREADS, THREADS / 32);
+    if constexpr (MBAR) pipe::init_ring(full, empty, STAGES, THREADS, (CL > 1 ? CL : 1) * THREADS / 32);
+    if constexpr (CL > 1) {
+        // Every CTA's mbarriers exist before any peer copies into it or arrives on them.
+        if (tid == 0) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        cluster_sync();
+    }
     for (int s = 0; s < AHEAD; ++s) {
         int col[A_PER_THREAD];
         load_cols(s, col);
@@ -387,7 +463,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
             // This thread's wgmma of stage s - 1 have completed; once the warp's all have,
             // the stage is released.
             __syncwarp();
-            if (s >= 1 && lane == 0) pipe::mbar_arrive(&empty[(s - 1) % STAGES]);
+            if (s >= 1 && lane == 0) mbar_arrive_cluster<CL>(&empty[(s - 1) % STAGES]);
         }
     };
     // Two register buffers for A, alternating by stage (unrolled by hand: an array indexed by
@@ -399,6 +475,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     }
     wgmma_wait<0>();
     cp_wait<0>();
+    // No CTA leaves while a peer may still arrive on its mbarriers.
+    if constexpr (CL > 1) cluster_sync();
 
     // D fragment of m64nLk16, per warp (its 16 rows): for each n8 block j, acc[4j], acc[4j+1]
     // at row lane/4, columns 8j + 2·(lane%4) and + 1; acc[4j+2], acc[4j+3] at row lane/4 + 8.
@@ -421,9 +499,10 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
 // Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
-          bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false>
+          bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     if (!smem_fits(tc::Shape<L, KW, STAGES, ASMEM, WG>::smem_bytes(MBAR))) return;
+    if (CL > 1 && (m / tc::Shape<L, KW, STAGES, ASMEM, WG>::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
     for (auto& x : Wf) x = dist(rng);
@@ -434,6 +513,22 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     std::vector<bf16> Bt(static_cast<size_t>(n) * w);  // B' transposed: n×w
     for (int u = 0; u < w; ++u)
         for (int j = 0; j < n; ++j) Bt[static_cast<size_t>(j) * w + u] = sp.values[static_cast<size_t>(u) * n + j];
+    if constexpr (CL >= 1) {
+        // The B' image (see the kernel): per 128-column block and stage of KW kept rows, the
+        // stage's tile in the no-swizzle K-major core-matrix layout the kernel reads.
+        constexpr int KC = KW / 8, TILE = tc::NS * KW;
+        const int stages = w / KW;
+        std::vector<bf16> image(Bt.size());
+        for (int bx = 0; bx < n / tc::NS; ++bx)
+            for (int st = 0; st < stages; ++st)
+                for (int nn = 0; nn < tc::NS; ++nn)
+                    for (int kc = 0; kc < KC; ++kc)
+                        for (int e = 0; e < 8; ++e)
+                            image[(static_cast<size_t>(bx) * stages + st) * TILE +
+                                  ((nn / 8) * KC + kc) * 64 + (nn % 8) * 8 + e] =
+                                Bt[static_cast<size_t>(bx * tc::NS + nn) * w + st * KW + kc * 8 + e];
+        Bt.swap(image);
+    }
     std::vector<bf16> Wdense(static_cast<size_t>(k) * n);
     for (size_t i = 0; i < Wdense.size(); ++i) Wdense[i] = __float2bfloat16(Wf[i]);
 
@@ -453,7 +548,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG>;
-    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ>;
+    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL>;
     const size_t smem = S::smem_bytes(MBAR);
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
@@ -479,7 +574,23 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     for (int o = 0; o < (ASMEM && !MBAR && !SWZ ? 2 : 1); ++o) {
         const uint32_t albo = a_orders[o][0], asbo = a_orders[o][1];
         auto ours = [&] {
-            kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo, albo, asbo);
+            if constexpr (CL > 1) {
+                cudaLaunchConfig_t cfg = {};
+                cfg.gridDim = grid;
+                cfg.blockDim = dim3(S::THREADS);
+                cfg.dynamicSmemBytes = smem;
+                cudaLaunchAttribute attr[1];
+                attr[0].id = cudaLaunchAttributeClusterDimension;
+                attr[0].val.clusterDim.x = 1;
+                attr[0].val.clusterDim.y = CL;
+                attr[0].val.clusterDim.z = 1;
+                cfg.attrs = attr;
+                cfg.numAttrs = 1;
+                CHECK(cudaLaunchKernelEx(&cfg, kernel, (const bf16*)dA, (const bf16*)dB, (const int*)dD, dC,
+                                         m, n, k, lbo, sbo, albo, asbo));
+            } else {
+                kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo, albo, asbo);
+            }
         };
         CHECK(cudaMemset(dC, 0, Ch.size() * 2));
         ours();
@@ -490,10 +601,12 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const float t_ours = median_ms(runs, ours);
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
-        printf("wgmma%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
+        printf("wgmma%s%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
                SWZ ? " smemA(sw128)" : ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
-               MBAR ? (WG == 4 ? " mbar wg4" : " mbar") : (WG == 4 ? " wg4" : ""), KW, STAGES, MINB,
+               MBAR ? (WG == 4 ? " mbar wg4" : " mbar") : (WG == 4 ? " wg4" : ""),
+               CL == 0 ? "" : CL == 1 ? " Bimage" : CL == 2 ? " Bimage cl2" : CL == 4 ? " Bimage cl4" : " Bimage cl?",
+               KW, STAGES, MINB,
                int(DEFER), m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
                flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
         fflush(stdout);
@@ -508,6 +621,32 @@ int main(int argc, char** argv) {
     CHECK_BLAS(cublasCreate(&h));
     std::mt19937 rng(17);
     const int shapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
+    // `tc1 RUNS bulk`: the sw128 kernel (256 rows, KW 64, 4 stages) beside the same with B'
+    // as a prepared image copied by one bulk copy a stage (CL 1), multicast over clusters of
+    // 2 and 4 blocks along m (session 41); 4096 × 11008 × 4096 too.
+    if (argc > 2 && argv[2][0] == 'b') {
+        const int bshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
+        for (const auto& s : bshapes) {
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 4>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 4>(h, s[0], s[1], s[2], runs, rng);
+            // 128-row blocks: two along m at m = 256, so a cluster of 2 fits there too.
+            run<8, 32, 128, 64, 4, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 2, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     // `tc1 RUNS sw`: A in the 128-byte swizzled layout (whole columns per copy), behind the
     // mbarrier pipeline, beside the core-matrix layout it replaces (session 23).
     if (argc > 2 && argv[2][0] == 's') {
