@@ -1,5 +1,5 @@
 # Issue 15: ncu of tensor-core prototype kernels at 4096³, 16:32, L = 128 (on the device):
-#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1] [tc1s]   (default tc1; writes $OUT/tc-ncu.txt)
+#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1] [tc1s] [tc1b] [tc1b-sass]   (default tc1; writes $OUT/tc-ncu.txt)
 # tc0: the mma.sync kernel (WN 32, KW 32, 3 stages; 128- and 256-row blocks), and the mbarrier
 # pipeline (256 rows, KW 64, 4 stages) with and without a producer warpgroup. tc1: A from registers (KW 32, 3 stages),
 # A from shared memory (3 stages, every stage waited for), A from shared memory with one stage
@@ -21,10 +21,28 @@ if [[ " ${*:-tc1} " == *" tc1s "* ]]; then
   for k in ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1E ILi12ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1E \
            ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb0E; do kernels+=("tc1 s $k"); done
 fi
+if [[ " ${*:-tc1} " == *" tc1b "* ]]; then
+  # Session 41: the B' image kernel (bulk copies) at 16:32 and 4:32, and its persistent grid at 4:32.
+  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
+  for k in ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E \
+           ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb1E; do kernels+=("tc1 n $k"); done
+fi
 if [[ " ${*:-tc1} " == *" tc1 "* ]]; then
   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
   for k in ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb0E ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb1E \
            ILi16ELi32ELi128ELi32ELi4ELi2ELb1ELb1E; do kernels+=("tc1 - $k"); done
+fi
+if [[ " ${*:-tc1} " == *" tc1b-sass "* ]]; then
+  # Session 41: per-instruction (SASS) warp-stall samples of the B' image kernel at 16:32 and
+  # 4:32 (4096³), one CSV each ($OUT/tc1b-sass-<N>.csv.gz; scripts/sass_stalls.py reads them).
+  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
+  for nk in "16 ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E" \
+            "4 ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E"; do
+    set -- $nk
+    timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$2" \
+      --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
+      --print-source sass --csv /tmp/tc1 1 n 2> "$OUT/tc1b-sass-$1.err" | gzip > "$OUT/tc1b-sass-$1.csv.gz"
+  done
 fi
 for pk in "${kernels[@]}"; do
   set -- $pk; prog=$1 set=$2 k=$3

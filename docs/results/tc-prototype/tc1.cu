@@ -252,8 +252,14 @@ template <> struct WgmmaSS<128> {
 // CL > 1 the grid runs in clusters of CL blocks along m, which read the same B' tiles: each
 // copies 1/CL of the image to all of them (multicast), so B' crosses L2 once per cluster, and
 // a stage's slot is free again only when every warp of the cluster has released it.
+// PERSIST (session 41): a grid of one block per resident slot, each taking tiles
+// blockIdx.x, + gridDim.x, … in turn; its stage ring runs on across tiles, so the next tile's
+// first copies are in flight while this tile's last stages compute and its C is stored.
+// SC (session 41): C goes out through shared memory (the ring, free after the last stage) in
+// 16-byte stores along its rows, instead of 4-byte stores straight from the accumulators:
+// ncu put 12 % (16:32) to 30 % (4:32) of the warp-stall samples on those stores (LSU queue).
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
-          bool MBAR, bool SWZ, int CL = 0>
+          bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false>
 __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
@@ -265,6 +271,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     static_assert(!MBAR || (ASMEM && DEFER), "the mbarrier pipeline takes A from shared memory");
     static_assert(!SWZ || ASMEM, "the swizzled layout is a shared-memory A layout");
     static_assert(CL == 0 || (MBAR && SWZ), "the B' image path is built on the sw128 mbarrier kernel");
+    static_assert(!PERSIST || CL == 1, "the persistent grid is built on the B' image path");
+    static_assert(!SC || (MBAR && !PERSIST), "C staged through the ring after the last stage");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
     constexpr int KC = KW / 8;  // 16-byte chunks (core-matrix columns) per B row of a stage
@@ -282,7 +290,23 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     const int g0 = n0 / L;
     const int q = n / L;
     const int w = k / M * N;
-    const int stages_total = w / KW;
+    const int stages_total = w / KW;  // per tile
+    // Stage S of this block (counted over its tiles) belongs to tile tile_of(S).
+    const int tiles_n = n / NS;
+    const int my_tiles =
+        PERSIST ? (tiles_n * (m / MS) - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x : 1;
+    const int total = my_tiles * stages_total;
+    // Three cursors walk the block's stages in order, one for the index loads, one for the
+    // copies and one for the MMAs, each knowing its stage's tile without a division per stage
+    // (a first version divided: 1.2–1.4× slower, docs/perf-log.md session 41).
+    struct Cursor {
+        int sl, tile, bx, by;  // stage within the tile, tile, its column and row block
+    };
+    auto cursor_at = [&](int tile) { return Cursor{0, tile, tile % tiles_n, tile / tiles_n}; };
+    auto advance = [&](Cursor& c) {
+        if (++c.sl == stages_total) c = cursor_at(c.tile + static_cast<int>(gridDim.x));
+    };
+    Cursor at_load = cursor_at(blockIdx.x), at_copy = at_load, at_mma = at_load;
     const uint32_t crank = CL > 1 ? cluster_rank() : 0;
     constexpr uint32_t B_BYTES = TILE_B * 2;
 
@@ -316,28 +340,31 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     auto load_cols = [&](int stage, int (&col)[A_PER_THREAD]) {
 #pragma unroll
         for (int i = 0; i < A_PER_THREAD; ++i) {
-            const int u = stage * KW + row_of(i);
-            const int g = g0 + i / PER_THREAD;
-            col[i] = stage < stages_total ? (u / N) * M + __ldg(D + static_cast<size_t>(u) * q + g)
-                                          : 0;
+            const int u = (PERSIST ? at_load.sl : stage) * KW + row_of(i);
+            const int g = (PERSIST ? at_load.bx * (NS / L) : g0) + i / PER_THREAD;
+            col[i] = stage < total ? (u / N) * M + __ldg(D + static_cast<size_t>(u) * q + g) : 0;
         }
+        if constexpr (PERSIST) advance(at_load);
     };
     auto issue = [&](int stage, const int (&col)[A_PER_THREAD]) {
-        if (stage < stages_total) {
+        if (stage < total) {
+            const int a_m0 = PERSIST ? at_copy.by * MS : m0;
             bf16* as = As + (stage % STAGES) * G * TILE_A;
             bf16* bs = Bs + (stage % STAGES) * TILE_B;
 #pragma unroll
             for (int i = 0; i < A_PER_THREAD; ++i) {
                 const int r = row_of(i), p = piece_of(i);
                 cp_async16(as + (i / PER_THREAD) * TILE_A + a_offset(r, p),
-                           A + static_cast<size_t>(col[i]) * m + m0 + 8 * p);
+                           A + static_cast<size_t>(col[i]) * m + a_m0 + 8 * p);
             }
             if constexpr (CL >= 1) {
                 if (tid == 0) {
                     uint64_t* bar = &full[stage % STAGES];
                     mbar_expect_tx(bar, B_BYTES);
                     const bf16* image =
-                        Bt + (static_cast<size_t>(blockIdx.x) * stages_total + stage) * TILE_B;
+                        Bt + (static_cast<size_t>(PERSIST ? at_copy.bx : blockIdx.x) * stages_total +
+                              (PERSIST ? at_copy.sl : stage)) *
+                                 TILE_B;
                     constexpr int SHARE = TILE_B / (CL > 1 ? CL : 1);
                     bulk_copy<CL>(bs + crank * SHARE, image + crank * SHARE, SHARE * 2, bar);
                 }
@@ -352,7 +379,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
             }
         }
         if constexpr (MBAR) {
-            if (stage < stages_total) pipe::mbar_arrive_copies(&full[stage % STAGES]);
+            if (stage < total) pipe::mbar_arrive_copies(&full[stage % STAGES]);
+            if constexpr (PERSIST) advance(at_copy);
         } else {
             cp_commit();
         }
@@ -392,13 +420,30 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     // One stage: its copies landed (groups committed so far: AHEAD + s), the copies of stage
     // s + AHEAD go to the slot stage s + AHEAD - STAGES used, whose wgmma every thread has
     // waited for before this barrier; the fragments of A go to the register buffer `a`.
+    // D fragment of m64nLk16, per warp (its 16 rows): for each n8 block j, acc[4j], acc[4j+1]
+    // at row lane/4, columns 8j + 2·(lane%4) and + 1; acc[4j+2], acc[4j+3] at row lane/4 + 8.
+    auto store_tile = [&](int tm0, int tn0) {
+        const int gid = lane / 4, tig = lane % 4;
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int j = 0; j < L / 8; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = tm0 + mm0 + gid + 8 * h;
+                    const int cn = tn0 + g * L + 8 * j + 2 * tig;
+                    const __nv_bfloat162 v =
+                        __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
+                    *reinterpret_cast<__nv_bfloat162*>(C + static_cast<size_t>(row) * n + cn) = v;
+                }
+    };
     using AFrag = uint32_t[G][KW / 16][4];
     auto step = [&](int s, AFrag& a) {
         if constexpr (MBAR) {
             // The slot of stage s + AHEAD was last read by stage s + AHEAD - STAGES = s - 2,
             // which every warp released in iteration s - 1.
             const int ahead = s + AHEAD;
-            if (ahead < stages_total && ahead >= STAGES)
+            if (ahead < total && ahead >= STAGES)
                 pipe::mbar_wait(&empty[ahead % STAGES], (ahead / STAGES + 1) & 1);
         } else {
             cp_wait<AHEAD - 1>();
@@ -459,6 +504,19 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
         } else {
             wgmma_wait<0>();
         }
+        if constexpr (PERSIST) {
+            // The tile's last stage: its sums are complete once every wgmma is; store them and
+            // start the next tile's from zero (its first stages' copies are in flight).
+            if (at_mma.sl == stages_total - 1) {
+                wgmma_wait<0>();
+                store_tile(at_mma.by * MS, at_mma.bx * NS);
+#pragma unroll
+                for (int g = 0; g < G; ++g)
+#pragma unroll
+                    for (int e = 0; e < ND; ++e) acc[g][e] = 0.0f;
+            }
+            advance(at_mma);
+        }
         if constexpr (MBAR) {
             // This thread's wgmma of stage s - 1 have completed; once the warp's all have,
             // the stage is released.
@@ -469,37 +527,52 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     // Two register buffers for A, alternating by stage (unrolled by hand: an array indexed by
     // s % 2 would live in local memory).
     AFrag a0, a1;
-    for (int s = 0; s < stages_total; s += 2) {
+    for (int s = 0; s < total; s += 2) {
         step(s, a0);
-        if (s + 1 < stages_total) step(s + 1, a1);
+        if (s + 1 < total) step(s + 1, a1);
     }
     wgmma_wait<0>();
     cp_wait<0>();
     // No CTA leaves while a peer may still arrive on its mbarriers.
     if constexpr (CL > 1) cluster_sync();
 
-    // D fragment of m64nLk16, per warp (its 16 rows): for each n8 block j, acc[4j], acc[4j+1]
-    // at row lane/4, columns 8j + 2·(lane%4) and + 1; acc[4j+2], acc[4j+3] at row lane/4 + 8.
-    const int gid = lane / 4, tig = lane % 4;
+    if constexpr (SC) {
+        // Every warp's wgmma have completed (above) and no copy is outstanding (every stage
+        // issued was waited for), so the ring is free once all warps are here.
+        constexpr int ROW = NS + 8;  // bf16 per staged row: padded against bank conflicts
+        static_assert(MS * ROW * 2 <= S::tiles_bytes(), "C tile fits the ring");
+        bf16* Cs = reinterpret_cast<bf16*>(smem_raw);
+        __syncthreads();
+        const int gid = lane / 4, tig = lane % 4;
 #pragma unroll
-    for (int g = 0; g < G; ++g)
+        for (int g = 0; g < G; ++g)
 #pragma unroll
-        for (int j = 0; j < L / 8; ++j)
+            for (int j = 0; j < L / 8; ++j)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = m0 + mm0 + gid + 8 * h;
-                const int cn = n0 + g * L + 8 * j + 2 * tig;
-                const __nv_bfloat162 v =
-                    __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
-                *reinterpret_cast<__nv_bfloat162*>(C + static_cast<size_t>(row) * n + cn) = v;
-            }
+                for (int h = 0; h < 2; ++h) {
+                    const int r = mm0 + gid + 8 * h, c = g * L + 8 * j + 2 * tig;
+                    *reinterpret_cast<__nv_bfloat162*>(Cs + r * ROW + c) =
+                        __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
+                }
+        __syncthreads();
+        constexpr int CHUNKS = NS / 8;  // 16-byte pieces per row
+#pragma unroll
+        for (int i = tid; i < MS * CHUNKS; i += THREADS) {
+            const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+            *reinterpret_cast<uint4*>(C + static_cast<size_t>(m0 + r) * n + n0 + c) =
+                *reinterpret_cast<const uint4*>(Cs + r * ROW + c);
+        }
+    } else if constexpr (!PERSIST) {
+        store_tile(m0, n0);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
-          bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0>
+          bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0,
+          bool PERSIST = false, bool SC = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     if (!smem_fits(tc::Shape<L, KW, STAGES, ASMEM, WG>::smem_bytes(MBAR))) return;
     if (CL > 1 && (m / tc::Shape<L, KW, STAGES, ASMEM, WG>::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
@@ -548,11 +621,20 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG>;
-    const auto kernel = nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL>;
+    const auto kernel =
+        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC>;
     const size_t smem = S::smem_bytes(MBAR);
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
-    const dim3 grid(n / tc::NS, m / S::MS);
+    dim3 grid(n / tc::NS, m / S::MS);
+    if constexpr (PERSIST) {
+        // One block per slot the GPU holds at once, or one per tile if there are fewer.
+        int dev = 0, sms = 0, per_sm = 0;
+        CHECK(cudaGetDevice(&dev));
+        CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, S::THREADS, smem));
+        grid = dim3(std::min(grid.x * grid.y, static_cast<unsigned>(sms * per_sm)));
+    }
     const float one = 1.0f, zero = 0.0f;
     auto blas = [&](const bf16* wt, bf16* c) {
         CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, &one, wt, CUDA_R_16BF, n, dA,
@@ -605,7 +687,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
                SWZ ? " smemA(sw128)" : ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
                MBAR ? (WG == 4 ? " mbar wg4" : " mbar") : (WG == 4 ? " wg4" : ""),
-               CL == 0 ? "" : CL == 1 ? " Bimage" : CL == 2 ? " Bimage cl2" : CL == 4 ? " Bimage cl4" : " Bimage cl?",
+               CL == 0 ? "" : CL == 1 ? (PERSIST ? " Bimage persist" : SC ? " Bimage stagedC" : " Bimage") : CL == 2 ? " Bimage cl2" : CL == 4 ? " Bimage cl4" : " Bimage cl?",
                KW, STAGES, MINB,
                int(DEFER), m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
                flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
@@ -643,6 +725,67 @@ int main(int argc, char** argv) {
             // 128-row blocks: two along m at m = 256, so a cluster of 2 fits there too.
             run<8, 32, 128, 64, 4, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
             run<8, 32, 128, 64, 4, 1, true, true, 2, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS c`: the B' image kernel with C staged through shared memory (SC) beside the same
+    // without, and the 128-row blocks two to an SM likewise (session 41).
+    if (argc > 2 && argv[2][0] == 'c') {
+        const int cshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
+        for (const auto& s : cshapes) {
+            const int m = s[0], n = s[1], k = s[2];
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS ncu`: 4096³ only, the B' image kernel at 16:32 and 4:32 and the persistent one at
+    // 4:32, for ncu (docs/results/tc-prototype/ncu.sh tc1b; session 41).
+    if (argc > 2 && argv[2][0] == 'n') {
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, 4096, 4096, 4096, runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, 4096, 4096, 4096, runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, 4096, 4096, 4096, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS persist`: the B' image kernel (CL 1) with 64 and 32 kept rows a stage, as a
+    // persistent grid, and 128-row blocks two to an SM (session 41).
+    if (argc > 2 && argv[2][0] == 'p') {
+        const int pshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
+        for (const auto& s : pshapes) {
+            const int m = s[0], n = s[1], k = s[2];
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
         }
         CHECK_BLAS(cublasDestroy(h));
         return 0;
