@@ -751,6 +751,22 @@ int main(int argc, char** argv) {
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
+    // `tc1 RUNS l32`: L = 32 (four column groups a block) with the B' image and C staged, 128-row
+    // blocks with 32 kept rows a stage, beside the session-23 kernel (session 41).
+    if (argc > 2 && argv[2][0] == 'l') {
+        const int lshapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
+        for (const auto& s : lshapes) {
+            const int m = s[0], n = s[1], k = s[2];
+            run<16, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, m, n, k, runs, rng);
+            run<16, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<12, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<8, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<4, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, m, n, k, runs, rng);
+            run<4, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     // `tc1 RUNS ncu`: 4096³ only, the B' image kernel at 16:32 and 4:32 and the persistent one at
     // 4:32, for ncu (docs/results/tc-prototype/ncu.sh tc1b; session 41).
     if (argc > 2 && argv[2][0] == 'n') {
