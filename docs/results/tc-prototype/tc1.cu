@@ -40,11 +40,12 @@ namespace tc {
 constexpr int NS = 128;          // columns of C per block
 constexpr int PAD = 8;           // bf16 of padding per As row (ldmatrix without conflicts)
 
-// WG warpgroups along m (2: the session-21 block of 128 rows; 4: 256 rows, session 22).
-template <int L, int KW, int STAGES, bool ASMEM = false, int WG = 2>
+// WG warpgroups along m (2: the session-21 block of 128 rows; 4: 256 rows, session 22), each
+// of them NH times along n (session 41: NH = 2 halves a warpgroup's accumulators).
+template <int L, int KW, int STAGES, bool ASMEM = false, int WG = 2, int NH = 1>
 struct Shape {
     static constexpr int MS = 64 * WG;                   // rows of C per block
-    static constexpr int THREADS = 128 * WG;
+    static constexpr int THREADS = 128 * WG * NH;
     static constexpr int ROW_A = MS + PAD;
     static constexpr int G = NS / L;                     // column groups per block
     // bf16 per group's A tile: padded k-major rows for ldmatrix, or core matrices (ASMEM)
@@ -54,7 +55,7 @@ struct Shape {
     static constexpr int B_CHUNKS = NS * KW / 8;
     static constexpr int A_PER_THREAD = A_CHUNKS / THREADS;
     static constexpr int B_PER_THREAD = B_CHUNKS / THREADS;
-    static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "whole copies per thread");
+    static_assert(A_CHUNKS % THREADS == 0, "whole copies per thread");
     static_assert(NS % L == 0 && KW % 16 == 0 && STAGES >= 2, "shape");
     // The tiles, then (MBAR) the full[STAGES] and empty[STAGES] mbarriers.
     __host__ __device__ static constexpr size_t tiles_bytes() {
@@ -259,13 +260,13 @@ template <> struct WgmmaSS<128> {
 // 16-byte stores along its rows, instead of 4-byte stores straight from the accumulators:
 // ncu put 12 % (16:32) to 30 % (4:32) of the warp-stall samples on those stores (LSU queue).
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
-          bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false>
-__global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, MINB)
+          bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false, int NH = 1>
+__global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
                   uint32_t albo, uint32_t asbo) {
     using namespace tc;
-    using S = Shape<L, KW, STAGES, ASMEM, WG>;
+    using S = Shape<L, KW, STAGES, ASMEM, WG, NH>;
     constexpr int G = S::G, TILE_A = S::TILE_A, TILE_B = S::TILE_B;
     constexpr int MS = S::MS, THREADS = S::THREADS, ROW_A = S::ROW_A;
     static_assert(!MBAR || (ASMEM && DEFER), "the mbarrier pipeline takes A from shared memory");
@@ -273,6 +274,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     static_assert(CL == 0 || (MBAR && SWZ), "the B' image path is built on the sw128 mbarrier kernel");
     static_assert(!PERSIST || CL == 1, "the persistent grid is built on the B' image path");
     static_assert(!SC || (MBAR && !PERSIST), "C staged through the ring after the last stage");
+    static_assert(NH == 1 || (SWZ && S::G == 1), "column halves: one group a block, A from shared memory");
+    static_assert(CL >= 1 || S::B_CHUNKS % THREADS == 0, "whole B' copies per thread");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
     constexpr int KC = KW / 8;  // 16-byte chunks (core-matrix columns) per B row of a stage
@@ -407,14 +410,16 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
     }
     load_cols(AHEAD, next_col);
 
-    constexpr int ND = L / 2;  // accumulators per thread and group
+    constexpr int LN = L / NH;  // columns of a group a warpgroup computes
+    constexpr int ND = LN / 2;  // accumulators per thread and group
     float acc[G][ND];
 #pragma unroll
     for (int g = 0; g < G; ++g)
 #pragma unroll
         for (int e = 0; e < ND; ++e) acc[g][e] = 0.0f;
 
-    const int wg = warp / 4;                  // warpgroup: rows 64·wg …
+    const int wg = warp / 4 % WG;             // warpgroup: rows 64·wg …
+    const int nh = warp / 4 / WG;             // … and columns nh·LN … of each group
     const int mm0 = 64 * wg + 16 * (warp % 4);  // the warp's 16 rows of A
     const int lj = lane / 8, lr = lane % 8;
     // One stage: its copies landed (groups committed so far: AHEAD + s), the copies of stage
@@ -427,11 +432,11 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
 #pragma unroll
         for (int g = 0; g < G; ++g)
 #pragma unroll
-            for (int j = 0; j < L / 8; ++j)
+            for (int j = 0; j < LN / 8; ++j)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int row = tm0 + mm0 + gid + 8 * h;
-                    const int cn = tn0 + g * L + 8 * j + 2 * tig;
+                    const int cn = tn0 + g * L + nh * LN + 8 * j + 2 * tig;
                     const __nv_bfloat162 v =
                         __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
                     *reinterpret_cast<__nv_bfloat162*>(C + static_cast<size_t>(row) * n + cn) = v;
@@ -480,13 +485,13 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
             for (int t = 0; t < KW / 16; ++t) {
                 // The group's L columns start at core-matrix row g·L/8; k16 step t covers
                 // core-matrix columns 2t and 2t + 1.
-                const uint32_t start = bs + ((g * L / 8) * KC + 2 * t) * 128;
+                const uint32_t start = bs + ((g * L / 8 + nh * LN / 8) * KC + 2 * t) * 128;
                 if constexpr (SWZ) {
                     // The warpgroup's 64 rows are atoms KW/8·wg …; k16 step t covers two
                     // atoms (stride byte offset 1,024 between them).
                     const uint32_t a_start =
                         smem_addr(as + g * TILE_A) + wg * (KW * 128) + t * 2048;
-                    WgmmaSS<L>::run(acc[g], make_desc_sw128(a_start, KW * 128, 1024),
+                    WgmmaSS<LN>::run(acc[g], make_desc_sw128(a_start, KW * 128, 1024),
                                     make_desc(start, lbo, sbo));
                 } else if constexpr (ASMEM) {
                     // The warpgroup's 64 rows start at core-matrix row 8·wg of the A tile.
@@ -547,10 +552,10 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
 #pragma unroll
         for (int g = 0; g < G; ++g)
 #pragma unroll
-            for (int j = 0; j < L / 8; ++j)
+            for (int j = 0; j < LN / 8; ++j)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const int r = mm0 + gid + 8 * h, c = g * L + 8 * j + 2 * tig;
+                    const int r = mm0 + gid + 8 * h, c = g * L + nh * LN + 8 * j + 2 * tig;
                     *reinterpret_cast<__nv_bfloat162*>(Cs + r * ROW + c) =
                         __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
                 }
@@ -572,10 +577,11 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG>::THREADS, 
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
           bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0,
-          bool PERSIST = false, bool SC = false>
+          bool PERSIST = false, bool SC = false, int NH = 1>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    if (!smem_fits(tc::Shape<L, KW, STAGES, ASMEM, WG>::smem_bytes(MBAR))) return;
-    if (CL > 1 && (m / tc::Shape<L, KW, STAGES, ASMEM, WG>::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
+    using S = tc::Shape<L, KW, STAGES, ASMEM, WG, NH>;
+    if (!smem_fits(S::smem_bytes(MBAR))) return;
+    if (CL > 1 && (m / S::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
     for (auto& x : Wf) x = dist(rng);
@@ -620,9 +626,8 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
-    using S = tc::Shape<L, KW, STAGES, ASMEM, WG>;
     const auto kernel =
-        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC>;
+        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH>;
     const size_t smem = S::smem_bytes(MBAR);
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
@@ -683,12 +688,12 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const float t_ours = median_ms(runs, ours);
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
-        printf("wgmma%s%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
+        printf("wgmma%s%s%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
                SWZ ? " smemA(sw128)" : ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
                MBAR ? (WG == 4 ? " mbar wg4" : " mbar") : (WG == 4 ? " wg4" : ""),
                CL == 0 ? "" : CL == 1 ? (PERSIST ? " Bimage persist" : SC ? " Bimage stagedC" : " Bimage") : CL == 2 ? " Bimage cl2" : CL == 4 ? " Bimage cl4" : " Bimage cl?",
-               KW, STAGES, MINB,
+               NH == 2 ? " nh2" : "", KW, STAGES, MINB,
                int(DEFER), m, n, k, N, M, L, t_ours * 1e3, t_blas * 1e3,
                flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
         fflush(stdout);
@@ -747,6 +752,34 @@ int main(int argc, char** argv) {
             run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
             run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
             run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        }
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS warps` (prepared in session 41, not yet run): more warps an SM for the image +
+    // staged-C kernel: each warpgroup half of a group's columns (NH 2, m64n64, 32
+    // accumulators a thread), with 256 rows (1,024 threads) or 128 rows two blocks to an SM;
+    // and a deeper ring of 48 kept rows a stage (5 stages).
+    if (argc > 2 && argv[2][0] == 'w') {
+        const int wshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
+        for (const auto& s : wshapes) {
+            const int m = s[0], n = s[1], k = s[2];
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
         }
         CHECK_BLAS(cublasDestroy(h));
         return 0;
