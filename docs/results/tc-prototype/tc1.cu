@@ -758,8 +758,8 @@ int main(int argc, char** argv) {
     }
     // `tc1 RUNS warps` (prepared in session 41, not yet run): more warps an SM for the image +
     // staged-C kernel: each warpgroup half of a group's columns (NH 2, m64n64, 32
-    // accumulators a thread), with 256 rows (1,024 threads) or 128 rows two blocks to an SM;
-    // and a deeper ring of 48 kept rows a stage (5 stages).
+    // accumulators a thread), with 256 rows (1,024 threads; 64 or 32 kept rows a stage) or 128
+    // rows two blocks to an SM; and a deeper ring of 48 kept rows a stage (5 stages).
     if (argc > 2 && argv[2][0] == 'w') {
         const int wshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
         for (const auto& s : wshapes) {
@@ -768,18 +768,22 @@ int main(int argc, char** argv) {
             run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<16, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<16, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
             run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<12, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<12, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<12, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
             run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<8, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<8, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<8, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
             run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
             run<4, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+            run<4, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
         }
         CHECK_BLAS(cublasDestroy(h));
         return 0;
