@@ -702,6 +702,34 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         CHECK(cudaFree(p));
 }
 
+// Session 41's sets ('p', 'c', 'w' below): the same configurations at 16:32, 12:32, 8:32 and
+// 4:32 on 4096³, 4096 × 11008 × 4096 and 256 × 4096².
+constexpr int kSession41Shapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
+template <int N>
+static void set_persist(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
+}
+
+template <int N>
+static void set_staged_c(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+}
+
+template <int N>
+static void set_warps(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+    run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+}
+
 int main(int argc, char** argv) {
     const int runs = argc > 1 ? atoi(argv[1]) : 20;
     cublasHandle_t h;
@@ -712,8 +740,7 @@ int main(int argc, char** argv) {
     // as a prepared image copied by one bulk copy a stage (CL 1), multicast over clusters of
     // 2 and 4 blocks along m (session 41); 4096 × 11008 × 4096 too.
     if (argc > 2 && argv[2][0] == 'b') {
-        const int bshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
-        for (const auto& s : bshapes) {
+        for (const auto& s : kSession41Shapes) {
             run<16, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
             run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
             run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
@@ -737,21 +764,11 @@ int main(int argc, char** argv) {
     // `tc1 RUNS c`: the B' image kernel with C staged through shared memory (SC) beside the same
     // without, and the 128-row blocks two to an SM likewise (session 41).
     if (argc > 2 && argv[2][0] == 'c') {
-        const int cshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
-        for (const auto& s : cshapes) {
-            const int m = s[0], n = s[1], k = s[2];
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        for (const auto& s : kSession41Shapes) {
+            set_staged_c<16>(h, s[0], s[1], s[2], runs, rng);
+            set_staged_c<12>(h, s[0], s[1], s[2], runs, rng);
+            set_staged_c<8>(h, s[0], s[1], s[2], runs, rng);
+            set_staged_c<4>(h, s[0], s[1], s[2], runs, rng);
         }
         CHECK_BLAS(cublasDestroy(h));
         return 0;
@@ -761,29 +778,11 @@ int main(int argc, char** argv) {
     // accumulators a thread), with 256 rows (1,024 threads; 64 or 32 kept rows a stage) or 128
     // rows two blocks to an SM; and a deeper ring of 48 kept rows a stage (5 stages).
     if (argc > 2 && argv[2][0] == 'w') {
-        const int wshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
-        for (const auto& s : wshapes) {
-            const int m = s[0], n = s[1], k = s[2];
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+        for (const auto& s : kSession41Shapes) {
+            set_warps<16>(h, s[0], s[1], s[2], runs, rng);
+            set_warps<12>(h, s[0], s[1], s[2], runs, rng);
+            set_warps<8>(h, s[0], s[1], s[2], runs, rng);
+            set_warps<4>(h, s[0], s[1], s[2], runs, rng);
         }
         CHECK_BLAS(cublasDestroy(h));
         return 0;
@@ -791,8 +790,7 @@ int main(int argc, char** argv) {
     // `tc1 RUNS l32`: L = 32 (four column groups a block) with the B' image and C staged, 128-row
     // blocks with 32 kept rows a stage, beside the session-23 kernel (session 41).
     if (argc > 2 && argv[2][0] == 'l') {
-        const int lshapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
-        for (const auto& s : lshapes) {
+        for (const auto& s : shapes) {
             const int m = s[0], n = s[1], k = s[2];
             run<16, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, m, n, k, runs, rng);
             run<16, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
@@ -816,29 +814,11 @@ int main(int argc, char** argv) {
     // `tc1 RUNS persist`: the B' image kernel (CL 1) with 64 and 32 kept rows a stage, as a
     // persistent grid, and 128-row blocks two to an SM (session 41).
     if (argc > 2 && argv[2][0] == 'p') {
-        const int pshapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
-        for (const auto& s : pshapes) {
-            const int m = s[0], n = s[1], k = s[2];
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<16, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<12, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<8, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-            run<4, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
+        for (const auto& s : kSession41Shapes) {
+            set_persist<16>(h, s[0], s[1], s[2], runs, rng);
+            set_persist<12>(h, s[0], s[1], s[2], runs, rng);
+            set_persist<8>(h, s[0], s[1], s[2], runs, rng);
+            set_persist<4>(h, s[0], s[1], s[2], runs, rng);
         }
         CHECK_BLAS(cublasDestroy(h));
         return 0;
