@@ -705,29 +705,46 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
 // Session 41's sets ('p', 'c', 'w' below): the same configurations at 16:32, 12:32, 8:32 and
 // 4:32 on 4096³, 4096 × 11008 × 4096 and 256 × 4096².
 constexpr int kSession41Shapes[][3] = {{4096, 4096, 4096}, {4096, 11008, 4096}, {256, 4096, 4096}};
-template <int N>
-static void set_persist(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
-}
+struct SetPersist {
+    template <int N>
+    static void at(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1>(h, m, n, k, runs, rng);
+    }
+};
 
-template <int N>
-static void set_staged_c(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-}
+struct SetStagedC {
+    template <int N>
+    static void at(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+    }
+};
 
-template <int N>
-static void set_warps(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
-    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
-    run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+struct SetWarps {
+    template <int N>
+    static void at(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 48, 5, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
+    }
+};
+
+// One of the sets above at every sparsity and shape.
+template <typename Set>
+static void run_session41_set(cublasHandle_t h, int runs, std::mt19937& rng) {
+    for (const auto& s : kSession41Shapes) {
+        Set::template at<16>(h, s[0], s[1], s[2], runs, rng);
+        Set::template at<12>(h, s[0], s[1], s[2], runs, rng);
+        Set::template at<8>(h, s[0], s[1], s[2], runs, rng);
+        Set::template at<4>(h, s[0], s[1], s[2], runs, rng);
+    }
 }
 
 int main(int argc, char** argv) {
@@ -764,12 +781,7 @@ int main(int argc, char** argv) {
     // `tc1 RUNS c`: the B' image kernel with C staged through shared memory (SC) beside the same
     // without, and the 128-row blocks two to an SM likewise (session 41).
     if (argc > 2 && argv[2][0] == 'c') {
-        for (const auto& s : kSession41Shapes) {
-            set_staged_c<16>(h, s[0], s[1], s[2], runs, rng);
-            set_staged_c<12>(h, s[0], s[1], s[2], runs, rng);
-            set_staged_c<8>(h, s[0], s[1], s[2], runs, rng);
-            set_staged_c<4>(h, s[0], s[1], s[2], runs, rng);
-        }
+        run_session41_set<SetStagedC>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
@@ -778,12 +790,7 @@ int main(int argc, char** argv) {
     // accumulators a thread), with 256 rows (1,024 threads; 64 or 32 kept rows a stage) or 128
     // rows two blocks to an SM; and a deeper ring of 48 kept rows a stage (5 stages).
     if (argc > 2 && argv[2][0] == 'w') {
-        for (const auto& s : kSession41Shapes) {
-            set_warps<16>(h, s[0], s[1], s[2], runs, rng);
-            set_warps<12>(h, s[0], s[1], s[2], runs, rng);
-            set_warps<8>(h, s[0], s[1], s[2], runs, rng);
-            set_warps<4>(h, s[0], s[1], s[2], runs, rng);
-        }
+        run_session41_set<SetWarps>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
@@ -814,12 +821,7 @@ int main(int argc, char** argv) {
     // `tc1 RUNS persist`: the B' image kernel (CL 1) with 64 and 32 kept rows a stage, as a
     // persistent grid, and 128-row blocks two to an SM (session 41).
     if (argc > 2 && argv[2][0] == 'p') {
-        for (const auto& s : kSession41Shapes) {
-            set_persist<16>(h, s[0], s[1], s[2], runs, rng);
-            set_persist<12>(h, s[0], s[1], s[2], runs, rng);
-            set_persist<8>(h, s[0], s[1], s[2], runs, rng);
-            set_persist<4>(h, s[0], s[1], s[2], runs, rng);
-        }
+        run_session41_set<SetPersist>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
