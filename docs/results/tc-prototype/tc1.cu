@@ -256,11 +256,15 @@ template <> struct WgmmaSS<128> {
 // PERSIST (session 41): a grid of one block per resident slot, each taking tiles
 // blockIdx.x, + gridDim.x, … in turn; its stage ring runs on across tiles, so the next tile's
 // first copies are in flight while this tile's last stages compute and its C is stored.
+// PROBE (session 42), bits that leave work out to see what each part costs (the results are
+// wrong then, and say so): 1 no copies of A (the slots keep what they held), 2 no wgmma, 4 no
+// index loads (kept row j of a window read as row j, as if D held 0 … N - 1).
 // SC (session 41): C goes out through shared memory (the ring, free after the last stage) in
 // 16-byte stores along its rows, instead of 4-byte stores straight from the accumulators:
 // ncu put 12 % (16:32) to 30 % (4:32) of the warp-stall samples on those stores (LSU queue).
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
-          bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false, int NH = 1>
+          bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false, int NH = 1,
+          int PROBE = 0>
 __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
@@ -345,7 +349,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         for (int i = 0; i < A_PER_THREAD; ++i) {
             const int u = (PERSIST ? at_load.sl : stage) * KW + row_of(i);
             const int g = (PERSIST ? at_load.bx * (NS / L) : g0) + i / PER_THREAD;
-            col[i] = stage < total ? (u / N) * M + __ldg(D + static_cast<size_t>(u) * q + g) : 0;
+            const int in_window = (PROBE & 4) ? u % N : __ldg(D + static_cast<size_t>(u) * q + g);
+            col[i] = stage < total ? (u / N) * M + in_window : 0;
         }
         if constexpr (PERSIST) advance(at_load);
     };
@@ -355,7 +360,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
             bf16* as = As + (stage % STAGES) * G * TILE_A;
             bf16* bs = Bs + (stage % STAGES) * TILE_B;
 #pragma unroll
-            for (int i = 0; i < A_PER_THREAD; ++i) {
+            for (int i = 0; i < ((PROBE & 1) ? 0 : A_PER_THREAD); ++i) {
                 const int r = row_of(i), p = piece_of(i);
                 cp_async16(as + (i / PER_THREAD) * TILE_A + a_offset(r, p),
                            A + static_cast<size_t>(col[i]) * m + a_m0 + 8 * p);
@@ -480,7 +485,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         }
         wgmma_fence();
 #pragma unroll
-        for (int g = 0; g < G; ++g)
+        for (int g = 0; g < ((PROBE & 2) ? 0 : G); ++g)
 #pragma unroll
             for (int t = 0; t < KW / 16; ++t) {
                 // The group's L columns start at core-matrix row g·L/8; k16 step t covers
@@ -577,10 +582,11 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
           bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0,
-          bool PERSIST = false, bool SC = false, int NH = 1>
+          bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG, NH>;
     if (!smem_fits(S::smem_bytes(MBAR))) return;
+    if ((k / M * N) % KW != 0) return;  // whole stages only (session 42: KW 48 ran off w's end)
     if (CL > 1 && (m / S::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
@@ -627,7 +633,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     const auto kernel =
-        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH>;
+        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE>;
     const size_t smem = S::smem_bytes(MBAR);
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
@@ -688,6 +694,8 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const float t_ours = median_ms(runs, ours);
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
+        if (PROBE) printf("probe%d (no%s%s%s) ", PROBE, (PROBE & 1) ? " A copies" : "",
+                          (PROBE & 2) ? " wgmma" : "", (PROBE & 4) ? " index loads" : "");
         printf("wgmma%s%s%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
                SWZ ? " smemA(sw128)" : ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
@@ -735,6 +743,22 @@ struct SetWarps {
         run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 2>(h, m, n, k, runs, rng);
     }
 };
+
+// Session 42's decomposition ('d'): the image + staged-C kernel with parts left out (PROBE),
+// at 16:32 and 4:32, and on the dense weight (32:32, the gather then reads A in order).
+template <int N, int PROBE>
+static void probe_fast(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, PROBE>(h, m, n, k, runs, rng);
+}
+template <int N>
+static void probe_set(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+    probe_fast<N, 0>(h, m, n, k, runs, rng);
+    probe_fast<N, 4>(h, m, n, k, runs, rng);
+    probe_fast<N, 1>(h, m, n, k, runs, rng);
+    probe_fast<N, 2>(h, m, n, k, runs, rng);
+    probe_fast<N, 6>(h, m, n, k, runs, rng);
+    probe_fast<N, 3>(h, m, n, k, runs, rng);
+}
 
 // One of the sets above at every sparsity and shape.
 template <typename Set>
@@ -791,6 +815,15 @@ int main(int argc, char** argv) {
     // rows two blocks to an SM; and a deeper ring of 48 kept rows a stage (5 stages).
     if (argc > 2 && argv[2][0] == 'w') {
         run_session41_set<SetWarps>(h, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS decompose` (session 42): what each part of the image + staged-C kernel costs
+    // (PROBE), at 4096³ on the dense weight and at 16:32 and 4:32.
+    if (argc > 2 && argv[2][0] == 'd') {
+        run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, 4096, 4096, 4096, runs, rng);
+        probe_set<16>(h, 4096, 4096, 4096, runs, rng);
+        probe_set<4>(h, 4096, 4096, 4096, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
