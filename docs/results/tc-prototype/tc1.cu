@@ -61,7 +61,7 @@ struct Shape {
     __host__ __device__ static constexpr size_t tiles_bytes() {
         return static_cast<size_t>(STAGES) * (G * TILE_A + TILE_B) * 2;
     }
-    static constexpr size_t smem_bytes(bool mbar) {
+    __host__ __device__ static constexpr size_t smem_bytes(bool mbar) {
         return tiles_bytes() + (mbar ? 2 * STAGES * sizeof(uint64_t) : 0);
     }
 };
@@ -259,14 +259,20 @@ template <> struct WgmmaSS<128> {
 // PROBE (session 42), bits that leave work out to see what each part costs (the results are
 // wrong then, and say so): 1 no copies of A (the slots keep what they held), 2 no wgmma, 4 no
 // index loads (kept row j of a window read as row j, as if D held 0 … N - 1).
+// IDX (session 42): the block's window positions (D's column for its group, one byte each,
+// transposed by the weight preparation into Dt, q × w) go to shared memory once, by 16-byte
+// cp.async issued before the first stages; every stage after those reads its positions there.
+// The per-stage __ldg of D otherwise leaves its latency in every stage: leaving the index
+// loads out (PROBE 4) made 16:32 1.39× faster at 4096³.
 // SC (session 41): C goes out through shared memory (the ring, free after the last stage) in
 // 16-byte stores along its rows, instead of 4-byte stores straight from the accumulators:
 // ncu put 12 % (16:32) to 30 % (4:32) of the warp-stall samples on those stores (LSU queue).
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
           bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false, int NH = 1,
-          int PROBE = 0>
+          int PROBE = 0, bool IDX = false>
 __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
+                  const uint8_t* __restrict__ Dt,
                   bf16* __restrict__ C, int m, int n, int k, uint32_t lbo, uint32_t sbo,
                   uint32_t albo, uint32_t asbo) {
     using namespace tc;
@@ -279,6 +285,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     static_assert(!PERSIST || CL == 1, "the persistent grid is built on the B' image path");
     static_assert(!SC || (MBAR && !PERSIST), "C staged through the ring after the last stage");
     static_assert(NH == 1 || (SWZ && S::G == 1), "column halves: one group a block, A from shared memory");
+    static_assert(!IDX || (MBAR && S::G == 1 && !PERSIST), "the index table: one group, one tile a block");
     static_assert(CL >= 1 || S::B_CHUNKS % THREADS == 0, "whole B' copies per thread");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
@@ -288,6 +295,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][NS/8][KC][8][8]
     uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + S::tiles_bytes());  // MBAR
     uint64_t* empty = full + STAGES;
+    uint8_t* positions = reinterpret_cast<uint8_t*>(smem_raw + S::smem_bytes(true));  // IDX: w bytes
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -343,13 +351,23 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         }
         return ASMEM ? (p * (KW / 8) + r / 8) * 64 + (r % 8) * 8 : r * ROW_A + p * 8;
     };
+    // DEFER keeps one stage of wgmma in flight while the next stage's fragments load, so a
+    // slot is free again only two stages later: the copies run AHEAD = STAGES - 2 stages
+    // ahead instead of STAGES - 1.
+    // MBAR (session 22, as tc0.cu's) hands stages over through mbarriers instead of a
+    // block-wide barrier: a warp waits for the stage it reads to be full and, once its wgmma
+    // of the stage have completed (one stage later, DEFER), releases it on `empty`.
+    constexpr int AHEAD = DEFER ? STAGES - 2 : STAGES - 1;
+    static_assert(AHEAD >= 1, "DEFER needs 3 stages or more");
     int next_col[A_PER_THREAD];
     auto load_cols = [&](int stage, int (&col)[A_PER_THREAD]) {
 #pragma unroll
         for (int i = 0; i < A_PER_THREAD; ++i) {
             const int u = (PERSIST ? at_load.sl : stage) * KW + row_of(i);
             const int g = (PERSIST ? at_load.bx * (NS / L) : g0) + i / PER_THREAD;
-            const int in_window = (PROBE & 4) ? u % N : __ldg(D + static_cast<size_t>(u) * q + g);
+            const int in_window = (PROBE & 4)           ? u % N
+                                  : (IDX && stage > AHEAD) ? positions[u]
+                                                           : __ldg(D + static_cast<size_t>(u) * q + g);
             col[i] = stage < total ? (u / N) * M + in_window : 0;
         }
         if constexpr (PERSIST) advance(at_load);
@@ -394,14 +412,13 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         }
     };
 
-    // DEFER keeps one stage of wgmma in flight while the next stage's fragments load, so a
-    // slot is free again only two stages later: the copies run AHEAD = STAGES - 2 stages
-    // ahead instead of STAGES - 1.
-    // MBAR (session 22, as tc0.cu's) hands stages over through mbarriers instead of a
-    // block-wide barrier: a warp waits for the stage it reads to be full and, once its wgmma
-    // of the stage have completed (one stage later, DEFER), releases it on `empty`.
-    constexpr int AHEAD = DEFER ? STAGES - 2 : STAGES - 1;
-    static_assert(AHEAD >= 1, "DEFER needs 3 stages or more");
+    if constexpr (IDX) {
+        // Its own cp.async group: the A copies of the mbarrier pipeline are never committed,
+        // so waiting for the groups below waits for this table alone.
+        for (int i = tid; i < w / 16; i += THREADS)
+            cp_async16(positions + 16 * i, Dt + static_cast<size_t>(g0) * w + 16 * i);
+        cp_commit();
+    }
     if constexpr (MBAR) pipe::init_ring(full, empty, STAGES, THREADS, (CL > 1 ? CL : 1) * THREADS / 32);
     if constexpr (CL > 1) {
         // Every CTA's mbarriers exist before any peer copies into it or arrives on them.
@@ -414,6 +431,10 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         issue(s, col);
     }
     load_cols(AHEAD, next_col);
+    if constexpr (IDX) {
+        cp_wait<0>();
+        __syncthreads();
+    }
 
     constexpr int LN = L / NH;  // columns of a group a warpgroup computes
     constexpr int ND = LN / 2;  // accumulators per thread and group
@@ -582,11 +603,12 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
           bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0,
-          bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0>
+          bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0, bool IDX = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG, NH>;
-    if (!smem_fits(S::smem_bytes(MBAR))) return;
-    if ((k / M * N) % KW != 0) return;  // whole stages only (session 42: KW 48 ran off w's end)
+    const size_t smem = S::smem_bytes(MBAR) + (IDX ? static_cast<size_t>(k / M * N) : 0);
+    if (!smem_fits(smem)) return;
+    if ((k / M * N) % KW != 0 || (IDX && (k / M * N) % 16 != 0)) return;  // whole stages only (session 42: KW 48 ran off w's end)
     if (CL > 1 && (m / S::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> Wf(static_cast<size_t>(k) * n);
@@ -619,9 +641,11 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
 
     bf16 *dA, *dB, *dC, *dW, *dWp, *dCref;
     int* dD;
+    uint8_t* dDt;
     CHECK(cudaMalloc(&dA, Ah.size() * 2));
     CHECK(cudaMalloc(&dB, Bt.size() * 2));
     CHECK(cudaMalloc(&dD, sp.index.size() * 4));
+    CHECK(cudaMalloc(&dDt, sp.index.size()));
     CHECK(cudaMalloc(&dC, static_cast<size_t>(m) * n * 2));
     CHECK(cudaMalloc(&dCref, static_cast<size_t>(m) * n * 2));
     CHECK(cudaMalloc(&dW, Wdense.size() * 2));
@@ -629,12 +653,20 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dA, Ah.data(), Ah.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dB, Bt.data(), Bt.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dD, sp.index.data(), sp.index.size() * 4, cudaMemcpyHostToDevice));
+    {
+        // IDX: D transposed (group by group), one byte a position (M <= 256).
+        const int q = n / L;
+        std::vector<uint8_t> Dt(sp.index.size());
+        for (int u = 0; u < w; ++u)
+            for (int g = 0; g < q; ++g)
+                Dt[static_cast<size_t>(g) * w + u] = static_cast<uint8_t>(sp.index[static_cast<size_t>(u) * q + g]);
+        CHECK(cudaMemcpy(dDt, Dt.data(), Dt.size(), cudaMemcpyHostToDevice));
+    }
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     const auto kernel =
-        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE>;
-    const size_t smem = S::smem_bytes(MBAR);
+        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE, IDX>;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
     dim3 grid(n / tc::NS, m / S::MS);
@@ -679,10 +711,10 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
                 attr[0].val.clusterDim.z = 1;
                 cfg.attrs = attr;
                 cfg.numAttrs = 1;
-                CHECK(cudaLaunchKernelEx(&cfg, kernel, (const bf16*)dA, (const bf16*)dB, (const int*)dD, dC,
+                CHECK(cudaLaunchKernelEx(&cfg, kernel, (const bf16*)dA, (const bf16*)dB, (const int*)dD, (const uint8_t*)dDt, dC,
                                          m, n, k, lbo, sbo, albo, asbo));
             } else {
-                kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dC, m, n, k, lbo, sbo, albo, asbo);
+                kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dDt, dC, m, n, k, lbo, sbo, albo, asbo);
             }
         };
         CHECK(cudaMemset(dC, 0, Ch.size() * 2));
@@ -694,6 +726,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const float t_ours = median_ms(runs, ours);
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
+        if (IDX) printf("idx ");
         if (PROBE) printf("probe%d (no%s%s%s) ", PROBE, (PROBE & 1) ? " A copies" : "",
                           (PROBE & 2) ? " wgmma" : "", (PROBE & 4) ? " index loads" : "");
         printf("wgmma%s%s%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
@@ -706,7 +739,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
                flop / (t_blas * 1e-3) / 1e12, t_blas / t_ours, err.cpu, err.cublas);
         fflush(stdout);
     }
-    for (void* p : {(void*)dA, (void*)dB, (void*)dD, (void*)dC, (void*)dCref, (void*)dW, (void*)dWp})
+    for (void* p : {(void*)dA, (void*)dB, (void*)dD, (void*)dDt, (void*)dC, (void*)dCref, (void*)dW, (void*)dWp})
         CHECK(cudaFree(p));
 }
 
@@ -759,6 +792,18 @@ static void probe_set(cublasHandle_t h, int m, int n, int k, int runs, std::mt19
     probe_fast<N, 6>(h, m, n, k, runs, rng);
     probe_fast<N, 3>(h, m, n, k, runs, rng);
 }
+
+// Session 42's index table ('i'): the image + staged-C kernels (256 rows, 64 kept rows a
+// stage; 128 rows two to an SM, 32 kept rows, 6 stages) without and with IDX.
+struct SetIndexTable {
+    template <int N>
+    static void at(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 1, 0, true>(h, m, n, k, runs, rng);
+    }
+};
 
 // One of the sets above at every sparsity and shape.
 template <typename Set>
@@ -824,6 +869,14 @@ int main(int argc, char** argv) {
         run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, 4096, 4096, 4096, runs, rng);
         probe_set<16>(h, 4096, 4096, 4096, runs, rng);
         probe_set<4>(h, 4096, 4096, 4096, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS idx` (session 42): the index table (IDX) at every sparsity and shape, and the
+    // dense weight with it.
+    if (argc > 2 && argv[2][0] == 'i') {
+        run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
+        run_session41_set<SetIndexTable>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
