@@ -259,7 +259,7 @@ template <> struct WgmmaSS<128> {
 // PROBE (session 42), bits that leave work out to see what each part costs (the results are
 // wrong then, and say so): 1 no copies of A (the slots keep what they held), 2 no wgmma, 4 no
 // index loads (kept row j of a window read as row j, as if D held 0 … N - 1).
-// IDX (session 42): the block's window positions (D's column for its group, one byte each,
+// IDX (session 42): the block's window positions (D's columns for its groups, one byte each,
 // transposed by the weight preparation into Dt, q × w) go to shared memory once, by 16-byte
 // cp.async issued before the first stages; every stage after those reads its positions there.
 // The per-stage __ldg of D otherwise leaves its latency in every stage: leaving the index
@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     static_assert(!PERSIST || CL == 1, "the persistent grid is built on the B' image path");
     static_assert(!SC || (MBAR && !PERSIST), "C staged through the ring after the last stage");
     static_assert(NH == 1 || (SWZ && S::G == 1), "column halves: one group a block, A from shared memory");
-    static_assert(!IDX || (MBAR && S::G == 1 && !PERSIST), "the index table: one group, one tile a block");
+    static_assert(!IDX || (MBAR && !PERSIST), "the index table: one tile a block");
     static_assert(CL >= 1 || S::B_CHUNKS % THREADS == 0, "whole B' copies per thread");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][NS/8][KC][8][8]
     uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + S::tiles_bytes());  // MBAR
     uint64_t* empty = full + STAGES;
-    uint8_t* positions = reinterpret_cast<uint8_t*>(smem_raw + S::smem_bytes(true));  // IDX: w bytes
+    uint8_t* positions = reinterpret_cast<uint8_t*>(smem_raw + S::smem_bytes(true));  // IDX: G·w bytes
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
             const int u = (PERSIST ? at_load.sl : stage) * KW + row_of(i);
             const int g = (PERSIST ? at_load.bx * (NS / L) : g0) + i / PER_THREAD;
             const int in_window = (PROBE & 4)           ? u % N
-                                  : (IDX && stage > AHEAD) ? positions[u]
+                                  : (IDX && stage > AHEAD) ? positions[(i / PER_THREAD) * w + u]
                                                            : __ldg(D + static_cast<size_t>(u) * q + g);
             col[i] = stage < total ? (u / N) * M + in_window : 0;
         }
@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     if constexpr (IDX) {
         // Its own cp.async group: the A copies of the mbarrier pipeline are never committed,
         // so waiting for the groups below waits for this table alone.
-        for (int i = tid; i < w / 16; i += THREADS)
+        for (int i = tid; i < G * w / 16; i += THREADS)
             cp_async16(positions + 16 * i, Dt + static_cast<size_t>(g0) * w + 16 * i);
         cp_commit();
     }
@@ -606,7 +606,7 @@ template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool D
           bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0, bool IDX = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG, NH>;
-    const size_t smem = S::smem_bytes(MBAR) + (IDX ? static_cast<size_t>(k / M * N) : 0);
+    const size_t smem = S::smem_bytes(MBAR) + (IDX ? static_cast<size_t>(S::G) * (k / M * N) : 0);
     if (!smem_fits(smem)) return;
     if ((k / M * N) % KW != 0 || (IDX && (k / M * N) % 16 != 0)) return;  // whole stages only (session 42: KW 48 ran off w's end)
     if (CL > 1 && (m / S::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
@@ -805,6 +805,19 @@ struct SetIndexTable {
     }
 };
 
+// Session 42's second index-table set ('j'), 4096³: other ring shapes with IDX at L = 128,
+// and L = 32 (four groups a block) without and with it, 4096³ and 256 × 4096².
+template <int N>
+static void index_table_more(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
+    run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 2, 0, true>(h, 4096, 4096, 4096, runs, rng);
+    for (const int m : {4096, 256}) {
+        run<N, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, 4096, 4096, runs, rng);
+        run<N, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true, 1, 0, true>(h, m, 4096, 4096, runs, rng);
+        run<N, 32, 32, 32, 6, 1, true, true, 2, true, true, 1, false, true, 1, 0, true>(h, m, 4096, 4096, runs, rng);
+    }
+}
+
 // One of the sets above at every sparsity and shape.
 template <typename Set>
 static void run_session41_set(cublasHandle_t h, int runs, std::mt19937& rng) {
@@ -877,6 +890,15 @@ int main(int argc, char** argv) {
     if (argc > 2 && argv[2][0] == 'i') {
         run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
         run_session41_set<SetIndexTable>(h, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS j` (session 42): index_table_more at every sparsity.
+    if (argc > 2 && argv[2][0] == 'j') {
+        index_table_more<16>(h, runs, rng);
+        index_table_more<12>(h, runs, rng);
+        index_table_more<8>(h, runs, rng);
+        index_table_more<4>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
