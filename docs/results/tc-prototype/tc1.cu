@@ -264,12 +264,20 @@ template <> struct WgmmaSS<128> {
 // cp.async issued before the first stages; every stage after those reads its positions there.
 // The per-stage __ldg of D otherwise leaves its latency in every stage: leaving the index
 // loads out (PROBE 4) made 16:32 1.39× faster at 4096³.
+// With PERSIST the table is per tile: three buffers, thread 0 fetching tile t + 1's with one
+// bulk copy (on the buffer's own mbarrier) when the load cursor enters tile t; the buffer it
+// overwrites, tile t - 2's, was last read at least a tile's stages before (each thread's load
+// cursor runs at most AHEAD + 1 stages ahead of the slowest thread's copies).
+// QST (session 42): C leaves from the accumulators in 16-byte stores without shared memory:
+// the four threads of a quad hold 2 columns each of four n8 blocks of a row; a 4×4 transpose
+// by shuffles gives each thread one whole n8 block (so a persistent grid, whose ring holds the
+// next tile's stages, can write C 16 bytes at a time too).
 // SC (session 41): C goes out through shared memory (the ring, free after the last stage) in
 // 16-byte stores along its rows, instead of 4-byte stores straight from the accumulators:
 // ncu put 12 % (16:32) to 30 % (4:32) of the warp-stall samples on those stores (LSU queue).
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
           bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false, int NH = 1,
-          int PROBE = 0, bool IDX = false>
+          int PROBE = 0, bool IDX = false, bool QST = false>
 __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   const uint8_t* __restrict__ Dt,
@@ -285,7 +293,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     static_assert(!PERSIST || CL == 1, "the persistent grid is built on the B' image path");
     static_assert(!SC || (MBAR && !PERSIST), "C staged through the ring after the last stage");
     static_assert(NH == 1 || (SWZ && S::G == 1), "column halves: one group a block, A from shared memory");
-    static_assert(!IDX || (MBAR && !PERSIST), "the index table: one tile a block");
+    static_assert(!IDX || MBAR, "the index table is built on the mbarrier pipeline");
+    static_assert(!QST || (!SC && (L / NH / 8) % 4 == 0), "quad-transposed stores: whole quads of n8 blocks");
     static_assert(CL >= 1 || S::B_CHUNKS % THREADS == 0, "whole B' copies per thread");
     constexpr int PER_THREAD = S::A_PER_THREAD;
     constexpr int A_PER_THREAD = G * PER_THREAD;
@@ -295,7 +304,10 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     bf16* Bs = As + STAGES * G * TILE_A;           // [STAGES][NS/8][KC][8][8]
     uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + S::tiles_bytes());  // MBAR
     uint64_t* empty = full + STAGES;
-    uint8_t* positions = reinterpret_cast<uint8_t*>(smem_raw + S::smem_bytes(true));  // IDX: G·w bytes
+    // IDX: the table buffers' mbarriers (PERSIST), then the TBUF buffers of G·w bytes
+    uint64_t* table_full = reinterpret_cast<uint64_t*>(smem_raw + S::smem_bytes(true));
+    constexpr int TBUF = PERSIST ? 3 : 1;
+    uint8_t* positions = reinterpret_cast<uint8_t*>(table_full + 4);
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -315,13 +327,25 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     // copies and one for the MMAs, each knowing its stage's tile without a division per stage
     // (a first version divided: 1.2–1.4× slower, docs/perf-log.md session 41).
     struct Cursor {
-        int sl, tile, bx, by;  // stage within the tile, tile, its column and row block
+        int sl, tile, bx, by, nth;  // stage within the tile, tile, its column and row block,
+                                    // and which of the block's tiles it is
     };
-    auto cursor_at = [&](int tile) { return Cursor{0, tile, tile % tiles_n, tile / tiles_n}; };
+    auto cursor_at = [&](int tile, int nth) { return Cursor{0, tile, tile % tiles_n, tile / tiles_n, nth}; };
     auto advance = [&](Cursor& c) {
-        if (++c.sl == stages_total) c = cursor_at(c.tile + static_cast<int>(gridDim.x));
+        if (++c.sl == stages_total) c = cursor_at(c.tile + static_cast<int>(gridDim.x), c.nth + 1);
     };
-    Cursor at_load = cursor_at(blockIdx.x), at_copy = at_load, at_mma = at_load;
+    Cursor at_load = cursor_at(blockIdx.x, 0), at_copy = at_load, at_mma = at_load;
+    const int tiles_total = tiles_n * (m / MS);
+    // PERSIST + IDX: thread 0 fetches the table of the block's nth tile (if it has one).
+    auto fetch_table = [&](int nth, int tile) {
+        if (!(IDX && PERSIST) || tid != 0 || tile >= tiles_total) return;
+        uint64_t* bar = &table_full[nth % TBUF];
+        const uint32_t bytes = G * w;
+        mbar_expect_tx(bar, bytes);
+        bulk_copy<1>(positions + (nth % TBUF) * G * w,
+                     Dt + static_cast<size_t>(tile % tiles_n) * (NS / L) * w, bytes, bar);
+        pipe::mbar_arrive(bar);
+    };
     const uint32_t crank = CL > 1 ? cluster_rank() : 0;
     constexpr uint32_t B_BYTES = TILE_B * 2;
 
@@ -361,11 +385,18 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     static_assert(AHEAD >= 1, "DEFER needs 3 stages or more");
     int next_col[A_PER_THREAD];
     auto load_cols = [&](int stage, int (&col)[A_PER_THREAD]) {
+        if constexpr (IDX && PERSIST) {
+            if (at_load.sl == 0 && stage < total) {
+                fetch_table(at_load.nth + 1, at_load.tile + static_cast<int>(gridDim.x));
+                pipe::mbar_wait(&table_full[at_load.nth % TBUF], (at_load.nth / TBUF) & 1);
+            }
+        }
 #pragma unroll
         for (int i = 0; i < A_PER_THREAD; ++i) {
             const int u = (PERSIST ? at_load.sl : stage) * KW + row_of(i);
             const int g = (PERSIST ? at_load.bx * (NS / L) : g0) + i / PER_THREAD;
             const int in_window = (PROBE & 4)           ? u % N
+                                  : (IDX && PERSIST) ? positions[((at_load.nth % TBUF) * G + i / PER_THREAD) * w + u]
                                   : (IDX && stage > AHEAD) ? positions[(i / PER_THREAD) * w + u]
                                                            : __ldg(D + static_cast<size_t>(u) * q + g);
             col[i] = stage < total ? (u / N) * M + in_window : 0;
@@ -412,7 +443,10 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         }
     };
 
-    if constexpr (IDX) {
+    if constexpr (IDX && PERSIST) {
+        if (tid == 0)
+            for (int b = 0; b < TBUF; ++b) pipe::mbar_init(&table_full[b], 1);
+    } else if constexpr (IDX) {
         // Its own cp.async group: the A copies of the mbarrier pipeline are never committed,
         // so waiting for the groups below waits for this table alone.
         for (int i = tid; i < G * w / 16; i += THREADS)
@@ -425,13 +459,14 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         if (tid == 0) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         cluster_sync();
     }
+    fetch_table(0, static_cast<int>(blockIdx.x));
     for (int s = 0; s < AHEAD; ++s) {
         int col[A_PER_THREAD];
         load_cols(s, col);
         issue(s, col);
     }
     load_cols(AHEAD, next_col);
-    if constexpr (IDX) {
+    if constexpr (IDX && !PERSIST) {
         cp_wait<0>();
         __syncthreads();
     }
@@ -455,18 +490,53 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     // at row lane/4, columns 8j + 2·(lane%4) and + 1; acc[4j+2], acc[4j+3] at row lane/4 + 8.
     auto store_tile = [&](int tm0, int tn0) {
         const int gid = lane / 4, tig = lane % 4;
+        if constexpr (QST) {
 #pragma unroll
-        for (int g = 0; g < G; ++g)
+            for (int g = 0; g < G; ++g)
 #pragma unroll
-            for (int j = 0; j < LN / 8; ++j)
+                for (int jb = 0; jb < LN / 32; ++jb)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int row = tm0 + mm0 + gid + 8 * h;
-                    const int cn = tn0 + g * L + nh * LN + 8 * j + 2 * tig;
-                    const __nv_bfloat162 v =
-                        __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
-                    *reinterpret_cast<__nv_bfloat162*>(C + static_cast<size_t>(row) * n + cn) = v;
-                }
+                    for (int h = 0; h < 2; ++h) {
+                        uint32_t p[4], q[4];
+#pragma unroll
+                        for (int jj = 0; jj < 4; ++jj) {
+                            const int j = 4 * jb + jj;
+                            const __nv_bfloat162 v =
+                                __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
+                            p[jj] = *reinterpret_cast<const uint32_t*>(&v);
+                        }
+                        // Round r: send p[(tig - r) % 4] to lane tig - r, receive q[(tig + r) % 4]
+                        // from lane tig + r (all within the quad).
+#pragma unroll
+                        for (int r = 0; r < 4; ++r) {
+                            const int send_i = (tig - r + 4) % 4, recv_i = (tig + r) % 4;
+                            uint32_t send = p[0];
+#pragma unroll
+                            for (int x = 1; x < 4; ++x) send = send_i == x ? p[x] : send;
+                            const uint32_t got = __shfl_sync(0xffffffffu, send, (lane & ~3) | recv_i);
+#pragma unroll
+                            for (int x = 0; x < 4; ++x)
+                                if (recv_i == x) q[x] = got;
+                        }
+                        const int row = tm0 + mm0 + gid + 8 * h;
+                        const int cn = tn0 + g * L + nh * LN + 8 * (4 * jb + tig);
+                        *reinterpret_cast<uint4*>(C + static_cast<size_t>(row) * n + cn) =
+                            make_uint4(q[0], q[1], q[2], q[3]);
+                    }
+        } else {
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+#pragma unroll
+                for (int j = 0; j < LN / 8; ++j)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int row = tm0 + mm0 + gid + 8 * h;
+                        const int cn = tn0 + g * L + nh * LN + 8 * j + 2 * tig;
+                        const __nv_bfloat162 v =
+                            __floats2bfloat162_rn(acc[g][4 * j + 2 * h], acc[g][4 * j + 2 * h + 1]);
+                        *reinterpret_cast<__nv_bfloat162*>(C + static_cast<size_t>(row) * n + cn) = v;
+                    }
+        }
     };
     using AFrag = uint32_t[G][KW / 16][4];
     auto step = [&](int s, AFrag& a) {
@@ -603,10 +673,12 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
           bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0,
-          bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0, bool IDX = false>
+          bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0, bool IDX = false,
+          bool QST = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG, NH>;
-    const size_t smem = S::smem_bytes(MBAR) + (IDX ? static_cast<size_t>(S::G) * (k / M * N) : 0);
+    const size_t smem =
+        S::smem_bytes(MBAR) + (IDX ? 32 + (PERSIST ? 3 : 1) * static_cast<size_t>(S::G) * (k / M * N) : 0);
     if (!smem_fits(smem)) return;
     if ((k / M * N) % KW != 0 || (IDX && (k / M * N) % 16 != 0)) return;  // whole stages only (session 42: KW 48 ran off w's end)
     if (CL > 1 && (m / S::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
@@ -666,7 +738,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     const auto kernel =
-        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE, IDX>;
+        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE, IDX, QST>;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
     dim3 grid(n / tc::NS, m / S::MS);
@@ -727,8 +799,10 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const float t_blas = median_ms(runs, [&] { blas(dW, dCref); });
         const double flop = 2.0 * m * n * k;
         if (IDX) printf("idx ");
+        if (QST) printf("qst ");
         if (PROBE) printf("probe%d (no%s%s%s) ", PROBE, (PROBE & 1) ? " A copies" : "",
                           (PROBE & 2) ? " wgmma" : "", (PROBE & 4) ? " index loads" : "");
+        if (PERSIST) printf("persist ");
         printf("wgmma%s%s%s%s kw%d st%d mb%d defer%d  m=%d n=%d k=%d %d:%d L=%d  ours %.1f us  cuBLAS bf16 dense %.1f us "
                "(%.0f TFLOP/s)  speed-up %.3f  err vs CPU %.2e  vs cuBLAS pruned %.2e\n",
                SWZ ? " smemA(sw128)" : ASMEM ? (o == 0 ? " smemA(lbo k)" : " smemA(lbo m)") : "",
@@ -817,6 +891,21 @@ static void index_table_more(cublasHandle_t h, int runs, std::mt19937& rng) {
         run<N, 32, 32, 32, 6, 1, true, true, 2, true, true, 1, false, true, 1, 0, true>(h, m, 4096, 4096, runs, rng);
     }
 }
+
+// Session 42's persistent set ('q'): the index-table kernel with C staged (SC) beside C stored
+// from the accumulators by quad transposes (QST), and persistent grids with QST (256 rows with
+// 64 or 32 kept rows a stage; 128 rows two to an SM).
+struct SetPersistIdx {
+    template <int N>
+    static void at(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, false, 1, 0, true, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 1, 0, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, true, false, 1, 0, true, true>(h, m, n, k, runs, rng);
+    }
+};
 
 // One of the sets above at every sparsity and shape.
 template <typename Set>
@@ -907,6 +996,12 @@ int main(int argc, char** argv) {
     if (argc > 2 && argv[2][0] == 'k') {
         run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
         run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS q` (session 42): SetPersistIdx at every sparsity and shape.
+    if (argc > 2 && argv[2][0] == 'q') {
+        run_session41_set<SetPersistIdx>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
