@@ -272,12 +272,18 @@ template <> struct WgmmaSS<128> {
 // the four threads of a quad hold 2 columns each of four n8 blocks of a row; a 4×4 transpose
 // by shuffles gives each thread one whole n8 block (so a persistent grid, whose ring holds the
 // next tile's stages, can write C 16 bytes at a time too).
+// DIET (session 42): fewer instructions a stage. ncu counted 269 warp instructions a stage at
+// 16:32 (4 LDGSTS and 4 HGMMA among them, 51 IMAD, 24 LEA): 16 warps × 269 over 4 schedulers
+// is more issue slots than the stage's 1,024 tensor clocks. So: the table holds each kept
+// row's k itself (u16: no division by N, no multiply by M), A's offsets are 32-bit, and the
+// wgmma descriptors are built once and advanced by adding the slot's offset (its address
+// field counts 16-byte units; the byte offsets are constants, not kernel arguments).
 // SC (session 41): C goes out through shared memory (the ring, free after the last stage) in
 // 16-byte stores along its rows, instead of 4-byte stores straight from the accumulators:
 // ncu put 12 % (16:32) to 30 % (4:32) of the warp-stall samples on those stores (LSU queue).
 template <int N, int M, int L, int KW, int STAGES, int MINB, bool DEFER, bool ASMEM, int WG,
           bool MBAR, bool SWZ, int CL = 0, bool PERSIST = false, bool SC = false, int NH = 1,
-          int PROBE = 0, bool IDX = false, bool QST = false>
+          int PROBE = 0, bool IDX = false, bool QST = false, bool DIET = false>
 __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREADS, MINB)
     nm_wgmma_bf16(const bf16* __restrict__ A, const bf16* __restrict__ Bt, const int* __restrict__ D,
                   const uint8_t* __restrict__ Dt,
@@ -294,6 +300,7 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     static_assert(!SC || (MBAR && !PERSIST), "C staged through the ring after the last stage");
     static_assert(NH == 1 || (SWZ && S::G == 1), "column halves: one group a block, A from shared memory");
     static_assert(!IDX || MBAR, "the index table is built on the mbarrier pipeline");
+    static_assert(!DIET || (IDX && SWZ && CL == 1 && NH == 1), "the diet is built on the index table");
     static_assert(!QST || (!SC && (L / NH / 8) % 4 == 0), "quad-transposed stores: whole quads of n8 blocks");
     static_assert(CL >= 1 || S::B_CHUNKS % THREADS == 0, "whole B' copies per thread");
     constexpr int PER_THREAD = S::A_PER_THREAD;
@@ -308,6 +315,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     uint64_t* table_full = reinterpret_cast<uint64_t*>(smem_raw + S::smem_bytes(true));
     constexpr int TBUF = PERSIST ? 3 : 1;
     uint8_t* positions = reinterpret_cast<uint8_t*>(table_full + 4);
+    const uint16_t* kept_k = reinterpret_cast<const uint16_t*>(positions);  // DIET's table
+    constexpr int TABLE_BYTES = DIET ? 2 : 1;  // a table entry
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -340,10 +349,10 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     auto fetch_table = [&](int nth, int tile) {
         if (!(IDX && PERSIST) || tid != 0 || tile >= tiles_total) return;
         uint64_t* bar = &table_full[nth % TBUF];
-        const uint32_t bytes = G * w;
+        const uint32_t bytes = G * w * TABLE_BYTES;
         mbar_expect_tx(bar, bytes);
-        bulk_copy<1>(positions + (nth % TBUF) * G * w,
-                     Dt + static_cast<size_t>(tile % tiles_n) * (NS / L) * w, bytes, bar);
+        bulk_copy<1>(positions + (nth % TBUF) * bytes,
+                     Dt + static_cast<size_t>(tile % tiles_n) * (NS / L) * w * TABLE_BYTES, bytes, bar);
         pipe::mbar_arrive(bar);
     };
     const uint32_t crank = CL > 1 ? cluster_rank() : 0;
@@ -395,6 +404,12 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
         for (int i = 0; i < A_PER_THREAD; ++i) {
             const int u = (PERSIST ? at_load.sl : stage) * KW + row_of(i);
             const int g = (PERSIST ? at_load.bx * (NS / L) : g0) + i / PER_THREAD;
+            if constexpr (DIET) {
+                if (PERSIST || stage > AHEAD) {
+                    col[i] = stage < total ? kept_k[((PERSIST ? at_load.nth % TBUF : 0) * G + i / PER_THREAD) * w + u] : 0;
+                    continue;
+                }
+            }
             const int in_window = (PROBE & 4)           ? u % N
                                   : (IDX && PERSIST) ? positions[((at_load.nth % TBUF) * G + i / PER_THREAD) * w + u]
                                   : (IDX && stage > AHEAD) ? positions[(i / PER_THREAD) * w + u]
@@ -411,8 +426,14 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
 #pragma unroll
             for (int i = 0; i < ((PROBE & 1) ? 0 : A_PER_THREAD); ++i) {
                 const int r = row_of(i), p = piece_of(i);
-                cp_async16(as + (i / PER_THREAD) * TILE_A + a_offset(r, p),
-                           A + static_cast<size_t>(col[i]) * m + a_m0 + 8 * p);
+                if constexpr (DIET) {
+                    cp_async16(as + (i / PER_THREAD) * TILE_A + a_offset(r, p),
+                               A + (static_cast<uint32_t>(col[i]) * static_cast<uint32_t>(m) +
+                                    static_cast<uint32_t>(a_m0 + 8 * p)));
+                } else {
+                    cp_async16(as + (i / PER_THREAD) * TILE_A + a_offset(r, p),
+                               A + static_cast<size_t>(col[i]) * m + a_m0 + 8 * p);
+                }
             }
             if constexpr (CL >= 1) {
                 if (tid == 0) {
@@ -449,8 +470,8 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     } else if constexpr (IDX) {
         // Its own cp.async group: the A copies of the mbarrier pipeline are never committed,
         // so waiting for the groups below waits for this table alone.
-        for (int i = tid; i < G * w / 16; i += THREADS)
-            cp_async16(positions + 16 * i, Dt + static_cast<size_t>(g0) * w + 16 * i);
+        for (int i = tid; i < G * w * TABLE_BYTES / 16; i += THREADS)
+            cp_async16(positions + 16 * i, Dt + static_cast<size_t>(g0) * w * TABLE_BYTES + 16 * i);
         cp_commit();
     }
     if constexpr (MBAR) pipe::init_ring(full, empty, STAGES, THREADS, (CL > 1 ? CL : 1) * THREADS / 32);
@@ -538,6 +559,10 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
                     }
         }
     };
+    // DIET: slot 0's descriptors (the byte offsets as the host passes them: 128 along k, KW/8
+    // core matrices along n for B'; KW·128 and 1,024 for the swizzled A).
+    const uint64_t desc_a0 = make_desc_sw128(smem_addr(As) + wg * (KW * 128), KW * 128, 1024);
+    const uint64_t desc_b0 = make_desc(smem_addr(Bs), 128, (KW / 8) * 128);
     using AFrag = uint32_t[G][KW / 16][4];
     auto step = [&](int s, AFrag& a) {
         if constexpr (MBAR) {
@@ -563,42 +588,57 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
 
         const bf16* as = As + (s % STAGES) * G * TILE_A;
         const uint32_t bs = smem_addr(Bs + (s % STAGES) * TILE_B);
-        if constexpr (!ASMEM) {
+        if constexpr (DIET && !(PROBE & 2)) {
+            // Slot (s % STAGES)'s descriptors: the slot-0 ones plus the slot's offset in 16-byte
+            // units (the address field's unit), then + k16 step t.
+            const uint32_t slot = static_cast<uint32_t>(s % STAGES);
+            const uint64_t da = desc_a0 + slot * ((G * TILE_A * 2) >> 4);
+            const uint64_t db = desc_b0 + slot * ((TILE_B * 2) >> 4);
+            wgmma_fence();
 #pragma unroll
             for (int g = 0; g < G; ++g)
 #pragma unroll
+                for (int t = 0; t < KW / 16; ++t)
+                    WgmmaSS<LN>::run(acc[g], da + ((g * TILE_A * 2 + t * 2048) >> 4),
+                                     db + (((g * L / 8) * KC + 2 * t) * 128 >> 4));
+        } else {
+            if constexpr (!ASMEM) {
+#pragma unroll
+                for (int g = 0; g < G; ++g)
+#pragma unroll
+                    for (int t = 0; t < KW / 16; ++t) {
+                        // matrices: (m +0, k +0), (m +8, k +0), (m +0, k +8), (m +8, k +8)
+                        const int kk = 16 * t + lr + 8 * (lj >> 1);
+                        const int mm = mm0 + 8 * (lj & 1);
+                        ldsm_x4_trans(a[g][t], as + g * TILE_A + kk * ROW_A + mm);
+                    }
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int g = 0; g < ((PROBE & 2) ? 0 : G); ++g)
+#pragma unroll
                 for (int t = 0; t < KW / 16; ++t) {
-                    // matrices: (m +0, k +0), (m +8, k +0), (m +0, k +8), (m +8, k +8)
-                    const int kk = 16 * t + lr + 8 * (lj >> 1);
-                    const int mm = mm0 + 8 * (lj & 1);
-                    ldsm_x4_trans(a[g][t], as + g * TILE_A + kk * ROW_A + mm);
+                    // The group's L columns start at core-matrix row g·L/8; k16 step t covers
+                    // core-matrix columns 2t and 2t + 1.
+                    const uint32_t start = bs + ((g * L / 8 + nh * LN / 8) * KC + 2 * t) * 128;
+                    if constexpr (SWZ) {
+                        // The warpgroup's 64 rows are atoms KW/8·wg …; k16 step t covers two
+                        // atoms (stride byte offset 1,024 between them).
+                        const uint32_t a_start =
+                            smem_addr(as + g * TILE_A) + wg * (KW * 128) + t * 2048;
+                        WgmmaSS<LN>::run(acc[g], make_desc_sw128(a_start, KW * 128, 1024),
+                                        make_desc(start, lbo, sbo));
+                    } else if constexpr (ASMEM) {
+                        // The warpgroup's 64 rows start at core-matrix row 8·wg of the A tile.
+                        const uint32_t a_start =
+                            smem_addr(as + g * TILE_A) + ((8 * wg) * (KW / 8) + 2 * t) * 128;
+                        WgmmaSS<L>::run(acc[g], make_desc(a_start, albo, asbo),
+                                        make_desc(start, lbo, sbo));
+                    } else {
+                        Wgmma<L>::run(acc[g], a[g][t], make_desc(start, lbo, sbo), 1);
+                    }
                 }
         }
-        wgmma_fence();
-#pragma unroll
-        for (int g = 0; g < ((PROBE & 2) ? 0 : G); ++g)
-#pragma unroll
-            for (int t = 0; t < KW / 16; ++t) {
-                // The group's L columns start at core-matrix row g·L/8; k16 step t covers
-                // core-matrix columns 2t and 2t + 1.
-                const uint32_t start = bs + ((g * L / 8 + nh * LN / 8) * KC + 2 * t) * 128;
-                if constexpr (SWZ) {
-                    // The warpgroup's 64 rows are atoms KW/8·wg …; k16 step t covers two
-                    // atoms (stride byte offset 1,024 between them).
-                    const uint32_t a_start =
-                        smem_addr(as + g * TILE_A) + wg * (KW * 128) + t * 2048;
-                    WgmmaSS<LN>::run(acc[g], make_desc_sw128(a_start, KW * 128, 1024),
-                                    make_desc(start, lbo, sbo));
-                } else if constexpr (ASMEM) {
-                    // The warpgroup's 64 rows start at core-matrix row 8·wg of the A tile.
-                    const uint32_t a_start =
-                        smem_addr(as + g * TILE_A) + ((8 * wg) * (KW / 8) + 2 * t) * 128;
-                    WgmmaSS<L>::run(acc[g], make_desc(a_start, albo, asbo),
-                                    make_desc(start, lbo, sbo));
-                } else {
-                    Wgmma<L>::run(acc[g], a[g][t], make_desc(start, lbo, sbo), 1);
-                }
-            }
         wgmma_commit();
         if constexpr (DEFER) {
             wgmma_wait<1>();
@@ -674,11 +714,12 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
           bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0,
           bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0, bool IDX = false,
-          bool QST = false>
+          bool QST = false, bool DIET = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG, NH>;
     const size_t smem =
-        S::smem_bytes(MBAR) + (IDX ? 32 + (PERSIST ? 3 : 1) * static_cast<size_t>(S::G) * (k / M * N) : 0);
+        S::smem_bytes(MBAR) +
+        (IDX ? 32 + (PERSIST ? 3 : 1) * static_cast<size_t>(S::G) * (k / M * N) * (DIET ? 2 : 1) : 0);
     if (!smem_fits(smem)) return;
     if ((k / M * N) % KW != 0 || (IDX && (k / M * N) % 16 != 0)) return;  // whole stages only (session 42: KW 48 ran off w's end)
     if (CL > 1 && (m / S::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
@@ -717,7 +758,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMalloc(&dA, Ah.size() * 2));
     CHECK(cudaMalloc(&dB, Bt.size() * 2));
     CHECK(cudaMalloc(&dD, sp.index.size() * 4));
-    CHECK(cudaMalloc(&dDt, sp.index.size()));
+    CHECK(cudaMalloc(&dDt, sp.index.size() * 2));
     CHECK(cudaMalloc(&dC, static_cast<size_t>(m) * n * 2));
     CHECK(cudaMalloc(&dCref, static_cast<size_t>(m) * n * 2));
     CHECK(cudaMalloc(&dW, Wdense.size() * 2));
@@ -728,17 +769,23 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     {
         // IDX: D transposed (group by group), one byte a position (M <= 256).
         const int q = n / L;
+        // DIET: each kept row's k instead (u16).
         std::vector<uint8_t> Dt(sp.index.size());
+        std::vector<uint16_t> Dk(sp.index.size());
         for (int u = 0; u < w; ++u)
-            for (int g = 0; g < q; ++g)
-                Dt[static_cast<size_t>(g) * w + u] = static_cast<uint8_t>(sp.index[static_cast<size_t>(u) * q + g]);
-        CHECK(cudaMemcpy(dDt, Dt.data(), Dt.size(), cudaMemcpyHostToDevice));
+            for (int g = 0; g < q; ++g) {
+                const int pos = sp.index[static_cast<size_t>(u) * q + g];
+                Dt[static_cast<size_t>(g) * w + u] = static_cast<uint8_t>(pos);
+                Dk[static_cast<size_t>(g) * w + u] = static_cast<uint16_t>(u / N * M + pos);
+            }
+        if (DIET) CHECK(cudaMemcpy(dDt, Dk.data(), Dk.size() * 2, cudaMemcpyHostToDevice));
+        else CHECK(cudaMemcpy(dDt, Dt.data(), Dt.size(), cudaMemcpyHostToDevice));
     }
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
     const auto kernel =
-        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE, IDX, QST>;
+        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE, IDX, QST, DIET>;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
     dim3 grid(n / tc::NS, m / S::MS);
@@ -800,6 +847,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         const double flop = 2.0 * m * n * k;
         if (IDX) printf("idx ");
         if (QST) printf("qst ");
+        if (DIET) printf("diet ");
         if (PROBE) printf("probe%d (no%s%s%s) ", PROBE, (PROBE & 1) ? " A copies" : "",
                           (PROBE & 2) ? " wgmma" : "", (PROBE & 4) ? " index loads" : "");
         if (PERSIST) printf("persist ");
@@ -907,6 +955,18 @@ struct SetPersistIdx {
     }
 };
 
+// Session 42's diet set ('e'): the persistent index-table kernel without and with DIET, and
+// the non-persistent 256-row and 128-row (two to an SM) kernels with C staged, with DIET.
+struct SetDiet {
+    template <int N>
+    static void at(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 1, 0, true, false, true>(h, m, n, k, runs, rng);
+    }
+};
+
 // One of the sets above at every sparsity and shape.
 template <typename Set>
 static void run_session41_set(cublasHandle_t h, int runs, std::mt19937& rng) {
@@ -1010,6 +1070,12 @@ int main(int argc, char** argv) {
     if (argc > 2 && argv[2][0] == 'r') {
         run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, 4096, 4096, 4096, runs, rng);
         run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, 4096, 4096, 4096, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS e` (session 42): SetDiet at every sparsity and shape.
+    if (argc > 2 && argv[2][0] == 'e') {
+        run_session41_set<SetDiet>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
