@@ -9,12 +9,10 @@ The main loop is the largest backward branch's range that holds HGMMA instructio
 mbarrier wait loops inside it (backward branches over a SYNCS try-wait) are left out, since
 they spin a number of times that depends on timing. Printed: the loop's instructions per
 stage (the loop runs two stages an iteration: tc1.cu unrolls it by hand), HGMMA and LDGSTS
-per stage, and the opcodes that weigh most. The count is static and rough: code that runs
-once a tile but lies inside the loop's address range (the staged-C epilogue's F2FP and STS,
-a persistent grid's C stores with their shuffles and SELs) is counted as if it ran every
-stage, so compare variants of the same grid kind only. Session 42, non-persistent table
-kernel at 16:32: 330 a stage, 269 with the diet (4–8 % faster on the H200); ncu's dynamic
-count for the persistent table kernel was 269 (docs/perf-log.md, session 42).
+per stage, and the opcodes that weigh most. The count is static: code inside the loop that
+only some warps run (thread 0's bulk copy of B') counts in full, and a persistent grid's C
+stores, inside its loop but run once a tile, count as if they ran every stage, so compare
+variants of the same grid kind only.
 """
 import collections
 import re
@@ -46,10 +44,13 @@ def opcode(text):
 
 
 def loops(body):
-    """(start, end) index ranges of backward branches."""
+    """(start, end) index ranges of backward branches. Branches after the first EXIT are left
+    out: they are the out-of-line slow paths of the wait loops, which jump back into the loop
+    and would make the epilogue look like part of it."""
     index = {addr: i for i, (addr, _) in enumerate(body)}
+    first_exit = next((i for i, (_, t) in enumerate(body) if opcode(t) == "EXIT"), len(body))
     out = []
-    for i, (addr, text) in enumerate(body):
+    for i, (addr, text) in enumerate(body[:first_exit]):
         m = re.search(r"\bBRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text) or re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
         if m:
             target = int(m.group(1), 16)
