@@ -1,5 +1,5 @@
 # Issue 15: ncu of tensor-core prototype kernels at 4096³, 16:32, L = 128 (on the device):
-#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1] [tc1s] [tc1b] [tc1b-sass] [tc1i] [tc1p]   (default tc1; writes $OUT/tc-ncu.txt)
+#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1] [tc1s] [tc1b] [tc1b-sass] [tc1i] [tc1p] [tc1d]   (default tc1; writes $OUT/tc-ncu.txt)
 # tc0: the mma.sync kernel (WN 32, KW 32, 3 stages; 128- and 256-row blocks), and the mbarrier
 # pipeline (256 rows, KW 64, 4 stages) with and without a producer warpgroup. tc1: A from registers (KW 32, 3 stages),
 # A from shared memory (3 stages, every stage waited for), A from shared memory with one stage
@@ -68,6 +68,19 @@ if [[ " ${*:-tc1} " == *" tc1p "* ]]; then
     timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$2" \
       --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
       --print-source sass --csv /tmp/tc1 1 r 2> "$OUT/tc1p-sass-$1.err" | gzip > "$OUT/tc1p-sass-$1.csv.gz"
+  done
+fi
+if [[ " ${*:-tc1} " == *" tc1d "* ]]; then
+  # Session 42 (not run yet): the diet kernel (table, staged C) at 16:32 and 4:32 (4096³),
+  # likewise ($OUT/tc1d-sass-<N>.csv.gz).
+  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
+  for nk in "16 ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1ELb0ELb1E" \
+            "4 ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1ELb0ELb1E"; do
+    set -- $nk
+    kernels+=("tc1 f $2")
+    timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$2" \
+      --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
+      --print-source sass --csv /tmp/tc1 1 f 2> "$OUT/tc1d-sass-$1.err" | gzip > "$OUT/tc1d-sass-$1.csv.gz"
   done
 fi
 for pk in "${kernels[@]}"; do

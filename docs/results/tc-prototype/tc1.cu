@@ -1079,6 +1079,14 @@ int main(int argc, char** argv) {
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
+    // `tc1 RUNS f` (session 42, not run yet): the diet kernel (table, staged C) at 16:32 and
+    // 4:32 on 4096³, for ncu (docs/results/tc-prototype/ncu.sh tc1d).
+    if (argc > 2 && argv[2][0] == 'f') {
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
     // `tc1 RUNS l32`: L = 32 (four column groups a block) with the B' image and C staged, 128-row
     // blocks with 32 kept rows a stage, beside the session-23 kernel (session 41).
     if (argc > 2 && argv[2][0] == 'l') {
