@@ -4,7 +4,9 @@
 #   only tc1's 128-byte swizzled A beside its core-matrix A; session 41: TC1_SET=bulk (B' as a
 #   prepared image by bulk copies, multicast over clusters), persist (a persistent grid),
 #   c (C staged through shared memory), l32 (L = 32 likewise), w (more warps, a deeper ring;
-#   session 42), ncu (the kernels ncu.sh tc1b profiles); session 42: d (parts left out, PROBE))
+#   session 42), ncu (the kernels ncu.sh tc1b profiles); session 42: d (parts left out, PROBE), i and j (the index table), q
+#   (persistent with the table), e (the instruction diet); prepared, not run: g (a producer
+#   warpgroup, PROD))
 # Four shapes (4096³, 4096 × 11008 × 4096, 4096 × 4096 × 11008, 256 × 4096 × 4096) at 16:32,
 # 12:32, 8:32 and 4:32, L = 128 and 32, then other block and stage shapes (wn/kw/st) on 4096³
 # and 256 × 4096²: medians of 20 launches of the prototype and of cuBLAS BF16 (FP32 compute)

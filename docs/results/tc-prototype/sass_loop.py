@@ -7,9 +7,10 @@
 
 The main loop is the largest backward branch's range that holds HGMMA instructions; the
 mbarrier wait loops inside it (backward branches over a SYNCS try-wait) are left out, since
-they spin a number of times that depends on timing. Printed: the loop's instructions per
-stage (the loop runs two stages an iteration: tc1.cu unrolls it by hand), HGMMA and LDGSTS
-per stage, and the opcodes that weigh most. The count is static: code inside the loop that
+they spin a number of times that depends on timing. Printed: the loop's instructions, its
+HGMMA and LDGSTS, and the opcodes that weigh most. nm_wgmma_bf16's loop runs two stages an
+iteration (unrolled by hand), the producer kernel's consumer loop one; a stage has
+G·KW/16 HGMMA a warp. The count is static: code inside the loop that
 only some warps run (thread 0's bulk copy of B') counts in full, and a persistent grid's C
 stores, inside its loop but run once a tile, count as if they ran every stage, so compare
 variants of the same grid kind only.
@@ -83,10 +84,8 @@ def main():
             print(f"{name}: no loop with HGMMA")
             continue
         ops = collections.Counter(opcode(t) for t in loop)
-        stages = 2
-        top = ", ".join(f"{k} {v / stages:g}" for k, v in ops.most_common(8))
-        print(f"{name[:110]}\n  {len(loop) / stages:g} a stage (HGMMA {ops['HGMMA'] / stages:g}, "
-              f"LDGSTS {ops['LDGSTS'] / stages:g}); {top}")
+        top = ", ".join(f"{k} {v}" for k, v in ops.most_common(8))
+        print(f"{name[:110]}\n  {len(loop)} in the loop (HGMMA {ops['HGMMA']}, LDGSTS {ops['LDGSTS']}); {top}")
 
 
 if __name__ == "__main__":

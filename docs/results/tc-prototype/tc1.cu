@@ -39,6 +39,7 @@
 namespace tc {
 constexpr int NS = 128;          // columns of C per block
 constexpr int PAD = 8;           // bf16 of padding per As row (ldmatrix without conflicts)
+constexpr int REG_COPY = 56;     // registers of a producer thread after setmaxnreg (session 42)
 
 // WG warpgroups along m (2: the session-21 block of 128 rows; 4: 256 rows, session 22), each
 // of them NH times along n (session 41: NH = 2 halves a warpgroup's accumulators).
@@ -708,18 +709,148 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     }
 }
 
+// Session 42 (prepared, not run yet): the diet kernel with one producer warpgroup. The WG
+// consumer warpgroups only wait for a stage, run its `wgmma` and release it; warpgroup WG
+// copies: its 128 threads issue every 16-byte copy of A (KW·MS/8/128 a thread and stage, each
+// kept row's k from the u16 table) and its thread 0 the stage's bulk copy of B'. The producer
+// can fill every slot of the ring (the consumers' one stage of `wgmma` in flight no longer
+// holds the copies back STAGES - 2 stages), and the consumers issue no copy arithmetic.
+// `setmaxnreg` moves registers from the producer (REG_COPY) to the consumers (REG_MMA).
+// Layout, table, image and epilogue as nm_wgmma_bf16<…, IDX, DIET, SC>.
+template <int N, int M, int L, int KW, int STAGES, int WG, int REG_MMA>
+__global__ void __launch_bounds__(128 * (WG + 1), 1)
+    nm_wgmma_bf16_producer(const bf16* __restrict__ A, const bf16* __restrict__ Bt,
+                           const int* __restrict__ D, const uint8_t* __restrict__ Dt,
+                           bf16* __restrict__ C, int m, int n, int k, uint32_t, uint32_t,
+                           uint32_t, uint32_t) {
+    using namespace tc;
+    using S = Shape<L, KW, STAGES, true, WG, 1>;
+    static_assert(S::G == 1, "one column group a block (L = 128)");
+    constexpr int MS = S::MS, TILE_A = S::TILE_A, TILE_B = S::TILE_B, KC = KW / 8;
+    constexpr int CONSUMERS = 128 * WG;
+    constexpr int COPIES = KW * MS / 8 / 128;  // 16-byte copies of A a producer thread and stage
+    static_assert(KW * MS / 8 % 128 == 0, "whole copies per producer thread");
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    bf16* As = reinterpret_cast<bf16*>(smem_raw);  // [STAGES][KW·MS], sw128 MN-major
+    bf16* Bs = As + STAGES * TILE_A;                // [STAGES][TILE_B], the image's layout
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + S::tiles_bytes());
+    uint64_t* empty = full + STAGES;
+    uint16_t* kept_k = reinterpret_cast<uint16_t*>(smem_raw + S::smem_bytes(true) + 32);
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int m0 = blockIdx.y * MS, n0 = blockIdx.x * NS, g0 = n0 / L;
+    const int w = k / M * N, total = w / KW;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            pipe::mbar_init(&full[s], 128);         // the producer's threads, after their copies
+            pipe::mbar_init(&empty[s], WG * 4);     // the consumers' warps
+        }
+    }
+    __syncthreads();  // the mbarriers exist
+
+    if (warp / 4 == WG) {
+        // Producer. Copy i of a thread: kept row r = c / (MS/8), piece p = c % (MS/8) of the
+        // stage, c = ptid + 128·i (MS/8 consecutive threads copy one kept row of A whole).
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(tc::REG_COPY));
+        const int ptid = tid - CONSUMERS;
+        // The table, by the producer alone (its own cp.async group; named barrier 2), while
+        // the consumers already wait for the first stage.
+        for (int i = ptid; i < w * 2 / 16; i += 128)
+            cp_async16(reinterpret_cast<uint8_t*>(kept_k) + 16 * i,
+                       Dt + static_cast<size_t>(g0) * w * 2 + 16 * i);
+        cp_commit();
+        cp_wait<0>();
+        asm volatile("bar.sync 2, 128;\n" ::: "memory");
+        for (int s = 0; s < total; ++s) {
+            const int slot = s % STAGES;
+            if (s >= STAGES) pipe::mbar_wait(&empty[slot], (s / STAGES + 1) & 1);
+            bf16* as = As + slot * TILE_A;
+#pragma unroll 4
+            for (int i = 0; i < COPIES; ++i) {
+                const int c = ptid + 128 * i, r = c / (MS / 8), p = c % (MS / 8);
+                const int h = p / 8, ch = p % 8;
+                const uint32_t kk = kept_k[s * KW + r];
+                cp_async16(as + h * (KW * 64) + (r / 8) * 512 + (r % 8) * 64 + ((ch ^ (r % 8)) * 8),
+                           A + (kk * static_cast<uint32_t>(m) + static_cast<uint32_t>(m0 + 8 * p)));
+            }
+            if (ptid == 0) {
+                mbar_expect_tx(&full[slot], TILE_B * 2);
+                bulk_copy<1>(Bs + slot * TILE_B,
+                             Bt + (static_cast<size_t>(blockIdx.x) * total + s) * TILE_B, TILE_B * 2,
+                             &full[slot]);
+            }
+            pipe::mbar_arrive_copies(&full[slot]);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+
+    // Consumers: warpgroup wg computes rows 64·wg … of the block's 128 columns.
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REG_MMA));
+    const int wg = warp / 4;
+    float acc[L / 2];
+#pragma unroll
+    for (int e = 0; e < L / 2; ++e) acc[e] = 0.0f;
+    const uint64_t desc_a0 = make_desc_sw128(smem_addr(As) + wg * (KW * 128), KW * 128, 1024);
+    const uint64_t desc_b0 = make_desc(smem_addr(Bs), 128, KC * 128);
+    for (int s = 0; s < total; ++s) {
+        const uint32_t slot = static_cast<uint32_t>(s % STAGES);
+        pipe::mbar_wait(&full[slot], (s / STAGES) & 1);
+        fence_async_shared();
+        const uint64_t da = desc_a0 + slot * ((TILE_A * 2) >> 4);
+        const uint64_t db = desc_b0 + slot * ((TILE_B * 2) >> 4);
+        wgmma_fence();
+#pragma unroll
+        for (int t = 0; t < KW / 16; ++t)
+            WgmmaSS<L>::run(acc, da + ((t * 2048) >> 4), db + ((2 * t * 128) >> 4));
+        wgmma_commit();
+        wgmma_wait<1>();
+        // This warp's wgmma of stage s - 1 are complete: release its slot.
+        __syncwarp();
+        if (s >= 1 && lane == 0) pipe::mbar_arrive(&empty[(s - 1) % STAGES]);
+    }
+    wgmma_wait<0>();
+    // C through shared memory (the ring: every stage has been read and no copy is in flight
+    // once all consumers are here, the producer's last copies having been waited for), among
+    // the consumers only (named barrier 1).
+    constexpr int ROW = NS + 8;
+    static_assert(MS * ROW * 2 <= S::tiles_bytes(), "C tile fits the ring");
+    bf16* Cs = reinterpret_cast<bf16*>(smem_raw);
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS));
+    const int gid = lane / 4, tig = lane % 4, mm0 = 64 * wg + 16 * (warp % 4);
+#pragma unroll
+    for (int j = 0; j < L / 8; ++j)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+            *reinterpret_cast<__nv_bfloat162*>(Cs + (mm0 + gid + 8 * hh) * ROW + 8 * j + 2 * tig) =
+                __floats2bfloat162_rn(acc[4 * j + 2 * hh], acc[4 * j + 2 * hh + 1]);
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS));
+    constexpr int CHUNKS = NS / 8;
+    for (int i = tid; i < MS * CHUNKS; i += CONSUMERS) {
+        const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+        *reinterpret_cast<uint4*>(C + static_cast<size_t>(m0 + r) * n + n0 + c) =
+            *reinterpret_cast<const uint4*>(Cs + r * ROW + c);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host: random data, pruning, CPU reference, cuBLAS, timing (as tc0.cu, with B' transposed).
 
 template <int N, int M, int L, int KW = 32, int STAGES = 3, int MINB = 1, bool DEFER = false,
           bool ASMEM = false, int WG = 2, bool MBAR = false, bool SWZ = false, int CL = 0,
           bool PERSIST = false, bool SC = false, int NH = 1, int PROBE = 0, bool IDX = false,
-          bool QST = false, bool DIET = false>
+          bool QST = false, bool DIET = false, bool PROD = false>
 static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
     using S = tc::Shape<L, KW, STAGES, ASMEM, WG, NH>;
     const size_t smem =
         S::smem_bytes(MBAR) +
         (IDX ? 32 + (PERSIST ? 3 : 1) * static_cast<size_t>(S::G) * (k / M * N) * (DIET ? 2 : 1) : 0);
+    static_assert(!PROD || (DIET && IDX && SC && !PERSIST && CL == 1 && L == 128),
+                  "the producer kernel is the diet kernel with a producer warpgroup");
+    // PROD: consumers' registers after setmaxnreg (the producer keeps REG_COPY a thread of the
+    // SM's 64 K).
+    constexpr int REG_MMA = (65536 - 128 * tc::REG_COPY) / (128 * WG) / 8 * 8;
+    const int threads = PROD ? 128 * (WG + 1) : S::THREADS;
     if (!smem_fits(smem)) return;
     if ((k / M * N) % KW != 0 || (IDX && (k / M * N) % 16 != 0)) return;  // whole stages only (session 42: KW 48 ran off w's end)
     if (CL > 1 && (m / S::MS) % (CL > 1 ? CL : 1) != 0) return;  // no whole clusters
@@ -784,8 +915,13 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
     CHECK(cudaMemcpy(dW, Wdense.data(), Wdense.size() * 2, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(dWp, sp.dense.data(), sp.dense.size() * 2, cudaMemcpyHostToDevice));
 
-    const auto kernel =
-        nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH, PROBE, IDX, QST, DIET>;
+    const auto kernel = [] {
+        if constexpr (PROD)
+            return nm_wgmma_bf16_producer<N, M, L, KW, STAGES, WG, (REG_MMA < 256 ? REG_MMA : 256)>;
+        else
+            return nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH,
+                                 PROBE, IDX, QST, DIET>;
+    }();
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
     dim3 grid(n / tc::NS, m / S::MS);
@@ -833,7 +969,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
                 CHECK(cudaLaunchKernelEx(&cfg, kernel, (const bf16*)dA, (const bf16*)dB, (const int*)dD, (const uint8_t*)dDt, dC,
                                          m, n, k, lbo, sbo, albo, asbo));
             } else {
-                kernel<<<grid, S::THREADS, smem>>>(dA, dB, dD, dDt, dC, m, n, k, lbo, sbo, albo, asbo);
+                kernel<<<grid, threads, smem>>>(dA, dB, dD, dDt, dC, m, n, k, lbo, sbo, albo, asbo);
             }
         };
         CHECK(cudaMemset(dC, 0, Ch.size() * 2));
@@ -848,6 +984,7 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         if (IDX) printf("idx ");
         if (QST) printf("qst ");
         if (DIET) printf("diet ");
+        if (PROD) printf("producer ");
         if (PROBE) printf("probe%d (no%s%s%s) ", PROBE, (PROBE & 1) ? " A copies" : "",
                           (PROBE & 2) ? " wgmma" : "", (PROBE & 4) ? " index loads" : "");
         if (PERSIST) printf("persist ");
@@ -964,6 +1101,19 @@ struct SetDiet {
         run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true, true>(h, m, n, k, runs, rng);
         run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, m, n, k, runs, rng);
         run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 1, 0, true, false, true>(h, m, n, k, runs, rng);
+    }
+};
+
+// Session 42's producer set ('g', prepared, not run yet): the diet kernel (256 and 128 rows)
+// beside the same with one producer warpgroup (PROD).
+struct SetProducer {
+    template <int N>
+    static void at(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& rng) {
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 32, 6, 2, true, true, 2, true, true, 1, false, true, 1, 0, true, false, true>(h, m, n, k, runs, rng);
+        run<N, 32, 128, 64, 4, 1, true, true, 2, true, true, 1, false, true, 1, 0, true, false, true, true>(h, m, n, k, runs, rng);
     }
 };
 
@@ -1084,6 +1234,12 @@ int main(int argc, char** argv) {
     if (argc > 2 && argv[2][0] == 'f') {
         run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
         run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
+        CHECK_BLAS(cublasDestroy(h));
+        return 0;
+    }
+    // `tc1 RUNS g` (session 42, prepared, not run yet): SetProducer at every sparsity and shape.
+    if (argc > 2 && argv[2][0] == 'g') {
+        run_session41_set<SetProducer>(h, runs, rng);
         CHECK_BLAS(cublasDestroy(h));
         return 0;
     }
