@@ -32,57 +32,35 @@ if [[ " ${*:-tc1} " == *" tc1 "* ]]; then
   for k in ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb0E ILi16ELi32ELi128ELi32ELi3ELi1ELb0ELb1E \
            ILi16ELi32ELi128ELi32ELi4ELi2ELb1ELb1E; do kernels+=("tc1 - $k"); done
 fi
-if [[ " ${*:-tc1} " == *" tc1b-sass "* ]]; then
-  # Session 41: per-instruction (SASS) warp-stall samples of the B' image kernel at 16:32 and
-  # 4:32 (4096³), one CSV each ($OUT/tc1b-sass-<N>.csv.gz; scripts/sass_stalls.py reads them).
+# Per-instruction (SASS) warp-stall samples of one tc1 kernel, one CSV:
+#   sass_samples TAG N REGEX SET   -> $OUT/TAG-sass-N.csv.gz (scripts/sass_stalls.py reads them)
+# SET is tc1's argument that runs the kernel (its set letter).
+sass_samples() {
+  timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$3" \
+    --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
+    --print-source sass --csv /tmp/tc1 1 "$4" 2> "$OUT/$1-sass-$2.err" | gzip > "$OUT/$1-sass-$2.csv.gz"
+}
+# Kernels of the image (session 41) and table (session 42) families at 16:32 and 4:32
+# (4096³): per selection, the set that runs them and the mangled-name tail after N:M
+# ("ILi<N>ELi32E…"). tc1b-sass takes only the samples; the others also the sections below.
+tc1_selection() {
+  case $1 in
+    tc1b-sass) echo "n ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E" ;;  # the B' image kernel
+    tc1i) echo "k ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1E" ;;  # + IDX
+    tc1p) echo "r ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb1ELb0ELi1ELi0ELb1ELb1E" ;;  # persistent, QST
+    tc1d) echo "f ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1ELb0ELb1E" ;;  # + DIET (not run yet)
+  esac
+}
+for sel in tc1b-sass tc1i tc1p tc1d; do
+  [[ " ${*:-tc1} " == *" $sel "* ]] || continue
   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
-  for nk in "16 ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E" \
-            "4 ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E"; do
-    set -- $nk
-    timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$2" \
-      --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
-      --print-source sass --csv /tmp/tc1 1 n 2> "$OUT/tc1b-sass-$1.err" | gzip > "$OUT/tc1b-sass-$1.csv.gz"
+  read -r set tail <<< "$(tc1_selection "$sel")"
+  for nm in 16 4; do
+    k="ILi${nm}ELi32${tail}"
+    [ "$sel" = tc1b-sass ] || kernels+=("tc1 $set $k")
+    sass_samples "${sel%-sass}" "$nm" "$k" "$set"
   done
-fi
-if [[ " ${*:-tc1} " == *" tc1i "* ]]; then
-  # Session 42: the index-table kernel (IDX; image, staged C) at 16:32 and 4:32 (4096³): the
-  # sections below, and per-instruction warp-stall samples ($OUT/tc1i-sass-<N>.csv.gz).
-  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
-  for nk in "16 ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1E" \
-            "4 ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1E"; do
-    set -- $nk
-    kernels+=("tc1 k $2")
-    timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$2" \
-      --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
-      --print-source sass --csv /tmp/tc1 1 k 2> "$OUT/tc1i-sass-$1.err" | gzip > "$OUT/tc1i-sass-$1.csv.gz"
-  done
-fi
-if [[ " ${*:-tc1} " == *" tc1p "* ]]; then
-  # Session 42: the persistent index-table kernel (QST) at 16:32 and 4:32 (4096³), likewise
-  # ($OUT/tc1p-sass-<N>.csv.gz).
-  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
-  for nk in "16 ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb1ELb0ELi1ELi0ELb1ELb1E" \
-            "4 ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb1ELb0ELi1ELi0ELb1ELb1E"; do
-    set -- $nk
-    kernels+=("tc1 r $2")
-    timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$2" \
-      --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
-      --print-source sass --csv /tmp/tc1 1 r 2> "$OUT/tc1p-sass-$1.err" | gzip > "$OUT/tc1p-sass-$1.csv.gz"
-  done
-fi
-if [[ " ${*:-tc1} " == *" tc1d "* ]]; then
-  # Session 42 (not run yet): the diet kernel (table, staged C) at 16:32 and 4:32 (4096³),
-  # likewise ($OUT/tc1d-sass-<N>.csv.gz).
-  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
-  for nk in "16 ILi16ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1ELb0ELb1E" \
-            "4 ILi4ELi32ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1ELb0ELb1E"; do
-    set -- $nk
-    kernels+=("tc1 f $2")
-    timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name "regex:$2" \
-      --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
-      --print-source sass --csv /tmp/tc1 1 f 2> "$OUT/tc1d-sass-$1.err" | gzip > "$OUT/tc1d-sass-$1.csv.gz"
-  done
-fi
+done
 for pk in "${kernels[@]}"; do
   set -- $pk; prog=$1 set=$2 k=$3
   echo "#### $prog $k" >> "$OUT/tc-ncu.txt"

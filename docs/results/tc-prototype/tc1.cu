@@ -1197,187 +1197,191 @@ static void run_session41_set(cublasHandle_t h, int runs, std::mt19937& rng) {
     }
 }
 
+// The modes `tc1 RUNS <set>` runs (the first letter of its second argument picks one; no
+// second argument runs the session-21 set at the end of main).
+constexpr int kShapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
+
+// `tc1 RUNS bulk`: the sw128 kernel (256 rows, KW 64, 4 stages) beside the same with B'
+// as a prepared image copied by one bulk copy a stage (CL 1), multicast over clusters of
+// 2 and 4 blocks along m (session 41); 4096 × 11008 × 4096 too.
+static void mode_b(cublasHandle_t h, int runs, std::mt19937& rng) {
+    for (const auto& s : kSession41Shapes) {
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 4>(h, s[0], s[1], s[2], runs, rng);
+        run<12, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 4>(h, s[0], s[1], s[2], runs, rng);
+        // 128-row blocks: two along m at m = 256, so a cluster of 2 fits there too.
+        run<8, 32, 128, 64, 4, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 64, 4, 1, true, true, 2, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
+    }
+}
+
+// `tc1 RUNS c`: the B' image kernel with C staged through shared memory (SC) beside the same
+// without, and the 128-row blocks two to an SM likewise (session 41).
+static void mode_c(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run_session41_set<SetStagedC>(h, runs, rng);
+}
+
+// `tc1 RUNS warps` (prepared in session 41, not yet run): more warps an SM for the image +
+// staged-C kernel: each warpgroup half of a group's columns (NH 2, m64n64, 32
+// accumulators a thread), with 256 rows (1,024 threads; 64 or 32 kept rows a stage) or 128
+// rows two blocks to an SM; and a deeper ring of 48 kept rows a stage (5 stages).
+static void mode_w(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run_session41_set<SetWarps>(h, runs, rng);
+}
+
+// `tc1 RUNS decompose` (session 42): what each part of the image + staged-C kernel costs
+// (PROBE), at 4096³ on the dense weight and at 16:32 and 4:32.
+static void mode_d(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, 4096, 4096, 4096, runs, rng);
+    probe_set<16>(h, 4096, 4096, 4096, runs, rng);
+    probe_set<4>(h, 4096, 4096, 4096, runs, rng);
+}
+
+// `tc1 RUNS idx` (session 42): the index table (IDX) at every sparsity and shape, and the
+// dense weight with it.
+static void mode_i(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
+    run_session41_set<SetIndexTable>(h, runs, rng);
+}
+
+// `tc1 RUNS j` (session 42): index_table_more at every sparsity.
+static void mode_j(cublasHandle_t h, int runs, std::mt19937& rng) {
+    index_table_more<16>(h, runs, rng);
+    index_table_more<12>(h, runs, rng);
+    index_table_more<8>(h, runs, rng);
+    index_table_more<4>(h, runs, rng);
+}
+
+// `tc1 RUNS k` (session 42): the index-table kernel at 16:32 and 4:32 on 4096³, for ncu
+// (docs/results/tc-prototype/ncu.sh tc1i).
+static void mode_k(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
+    run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
+}
+
+// `tc1 RUNS q` (session 42): SetPersistIdx at every sparsity and shape.
+static void mode_q(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run_session41_set<SetPersistIdx>(h, runs, rng);
+}
+
+// `tc1 RUNS r` (session 42): the persistent index-table kernel (QST) at 16:32 and 4:32 on
+// 4096³, for ncu (docs/results/tc-prototype/ncu.sh tc1p).
+static void mode_r(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, 4096, 4096, 4096, runs, rng);
+    run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, 4096, 4096, 4096, runs, rng);
+}
+
+// `tc1 RUNS e` (session 42): SetDiet at every sparsity and shape.
+static void mode_e(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run_session41_set<SetDiet>(h, runs, rng);
+}
+
+// `tc1 RUNS f` (session 42, not run yet): the diet kernel (table, staged C) at 16:32 and
+// 4:32 on 4096³, for ncu (docs/results/tc-prototype/ncu.sh tc1d).
+static void mode_f(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
+    run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
+}
+
+// `tc1 RUNS g` (session 42, prepared, not run yet): SetProducer at every sparsity and shape.
+static void mode_g(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run_session41_set<SetProducer>(h, runs, rng);
+}
+
+// `tc1 RUNS l32`: L = 32 (four column groups a block) with the B' image and C staged, 128-row
+// blocks with 32 kept rows a stage, beside the session-23 kernel (session 41).
+static void mode_l(cublasHandle_t h, int runs, std::mt19937& rng) {
+    for (const auto& s : kShapes) {
+        const int m = s[0], n = s[1], k = s[2];
+        run<16, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, m, n, k, runs, rng);
+        run<16, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<12, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<8, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+        run<4, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, m, n, k, runs, rng);
+        run<4, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
+    }
+}
+
+// `tc1 RUNS ncu`: 4096³ only, the B' image kernel at 16:32 and 4:32 and the persistent one at
+// 4:32, for ncu (docs/results/tc-prototype/ncu.sh tc1b; session 41).
+static void mode_n(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, 4096, 4096, 4096, runs, rng);
+    run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, 4096, 4096, 4096, runs, rng);
+    run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, 4096, 4096, 4096, runs, rng);
+}
+
+// `tc1 RUNS persist`: the B' image kernel (CL 1) with 64 and 32 kept rows a stage, as a
+// persistent grid, and 128-row blocks two to an SM (session 41).
+static void mode_p(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run_session41_set<SetPersist>(h, runs, rng);
+}
+
+// `tc1 RUNS sw`: A in the 128-byte swizzled layout (whole columns per copy), behind the
+// mbarrier pipeline, beside the core-matrix layout it replaces (session 23).
+static void mode_s(cublasHandle_t h, int runs, std::mt19937& rng) {
+    for (const auto& s : kShapes) {
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 6, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<12, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
+    }
+}
+
+// `tc1 RUNS mb`: A and B' from shared memory behind the mbarrier pipeline, 128 and 256
+// rows per block, beside the session-21 kernel.
+static void mode_m(cublasHandle_t h, int runs, std::mt19937& rng) {
+    for (const auto& s : kShapes) {
+        run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 4, 1, true, true, 2, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 128, 32, 6, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        run<8, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        run<4, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+        run<16, 32, 32, 32, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
+    }
+}
+
+using Mode = void (*)(cublasHandle_t, int, std::mt19937&);
+struct NamedMode {
+    char letter;
+    Mode run;
+};
+constexpr NamedMode kModes[] = {
+    {'b', mode_b}, {'c', mode_c}, {'w', mode_w}, {'d', mode_d}, {'i', mode_i}, {'j', mode_j},
+    {'k', mode_k}, {'q', mode_q}, {'r', mode_r}, {'e', mode_e}, {'f', mode_f}, {'g', mode_g},
+    {'l', mode_l}, {'n', mode_n}, {'p', mode_p}, {'s', mode_s}, {'m', mode_m},
+};
+
 int main(int argc, char** argv) {
     const int runs = argc > 1 ? atoi(argv[1]) : 20;
     cublasHandle_t h;
     CHECK_BLAS(cublasCreate(&h));
     std::mt19937 rng(17);
-    const int shapes[][3] = {{4096, 4096, 4096}, {256, 4096, 4096}};
-    // `tc1 RUNS bulk`: the sw128 kernel (256 rows, KW 64, 4 stages) beside the same with B'
-    // as a prepared image copied by one bulk copy a stage (CL 1), multicast over clusters of
-    // 2 and 4 blocks along m (session 41); 4096 × 11008 × 4096 too.
-    if (argc > 2 && argv[2][0] == 'b') {
-        for (const auto& s : kSession41Shapes) {
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 4>(h, s[0], s[1], s[2], runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 4>(h, s[0], s[1], s[2], runs, rng);
-            // 128-row blocks: two along m at m = 256, so a cluster of 2 fits there too.
-            run<8, 32, 128, 64, 4, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 2, true, true, 2>(h, s[0], s[1], s[2], runs, rng);
-        }
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS c`: the B' image kernel with C staged through shared memory (SC) beside the same
-    // without, and the 128-row blocks two to an SM likewise (session 41).
-    if (argc > 2 && argv[2][0] == 'c') {
-        run_session41_set<SetStagedC>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS warps` (prepared in session 41, not yet run): more warps an SM for the image +
-    // staged-C kernel: each warpgroup half of a group's columns (NH 2, m64n64, 32
-    // accumulators a thread), with 256 rows (1,024 threads; 64 or 32 kept rows a stage) or 128
-    // rows two blocks to an SM; and a deeper ring of 48 kept rows a stage (5 stages).
-    if (argc > 2 && argv[2][0] == 'w') {
-        run_session41_set<SetWarps>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS decompose` (session 42): what each part of the image + staged-C kernel costs
-    // (PROBE), at 4096³ on the dense weight and at 16:32 and 4:32.
-    if (argc > 2 && argv[2][0] == 'd') {
-        run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true>(h, 4096, 4096, 4096, runs, rng);
-        probe_set<16>(h, 4096, 4096, 4096, runs, rng);
-        probe_set<4>(h, 4096, 4096, 4096, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS idx` (session 42): the index table (IDX) at every sparsity and shape, and the
-    // dense weight with it.
-    if (argc > 2 && argv[2][0] == 'i') {
-        run<32, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
-        run_session41_set<SetIndexTable>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS j` (session 42): index_table_more at every sparsity.
-    if (argc > 2 && argv[2][0] == 'j') {
-        index_table_more<16>(h, runs, rng);
-        index_table_more<12>(h, runs, rng);
-        index_table_more<8>(h, runs, rng);
-        index_table_more<4>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS k` (session 42): the index-table kernel at 16:32 and 4:32 on 4096³, for ncu
-    // (docs/results/tc-prototype/ncu.sh tc1i).
-    if (argc > 2 && argv[2][0] == 'k') {
-        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
-        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true>(h, 4096, 4096, 4096, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS q` (session 42): SetPersistIdx at every sparsity and shape.
-    if (argc > 2 && argv[2][0] == 'q') {
-        run_session41_set<SetPersistIdx>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS r` (session 42): the persistent index-table kernel (QST) at 16:32 and 4:32 on
-    // 4096³, for ncu (docs/results/tc-prototype/ncu.sh tc1p).
-    if (argc > 2 && argv[2][0] == 'r') {
-        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, 4096, 4096, 4096, runs, rng);
-        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true, false, 1, 0, true, true>(h, 4096, 4096, 4096, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS e` (session 42): SetDiet at every sparsity and shape.
-    if (argc > 2 && argv[2][0] == 'e') {
-        run_session41_set<SetDiet>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS f` (session 42, not run yet): the diet kernel (table, staged C) at 16:32 and
-    // 4:32 on 4096³, for ncu (docs/results/tc-prototype/ncu.sh tc1d).
-    if (argc > 2 && argv[2][0] == 'f') {
-        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
-        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS g` (session 42, prepared, not run yet): SetProducer at every sparsity and shape.
-    if (argc > 2 && argv[2][0] == 'g') {
-        run_session41_set<SetProducer>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS l32`: L = 32 (four column groups a block) with the B' image and C staged, 128-row
-    // blocks with 32 kept rows a stage, beside the session-23 kernel (session 41).
-    if (argc > 2 && argv[2][0] == 'l') {
-        for (const auto& s : shapes) {
-            const int m = s[0], n = s[1], k = s[2];
-            run<16, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, m, n, k, runs, rng);
-            run<16, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<12, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<8, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-            run<4, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, m, n, k, runs, rng);
-            run<4, 32, 32, 32, 4, 1, true, true, 2, true, true, 1, false, true>(h, m, n, k, runs, rng);
-        }
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS ncu`: 4096³ only, the B' image kernel at 16:32 and 4:32 and the persistent one at
-    // 4:32, for ncu (docs/results/tc-prototype/ncu.sh tc1b; session 41).
-    if (argc > 2 && argv[2][0] == 'n') {
-        run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, 4096, 4096, 4096, runs, rng);
-        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1>(h, 4096, 4096, 4096, runs, rng);
-        run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, true>(h, 4096, 4096, 4096, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS persist`: the B' image kernel (CL 1) with 64 and 32 kept rows a stage, as a
-    // persistent grid, and 128-row blocks two to an SM (session 41).
-    if (argc > 2 && argv[2][0] == 'p') {
-        run_session41_set<SetPersist>(h, runs, rng);
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS sw`: A in the 128-byte swizzled layout (whole columns per copy), behind the
-    // mbarrier pipeline, beside the core-matrix layout it replaces (session 23).
-    if (argc > 2 && argv[2][0] == 's') {
-        for (const auto& s : shapes) {
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 32, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 32, 6, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<12, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 32, 32, 3, 1, true, true, 2, true, true>(h, s[0], s[1], s[2], runs, rng);
-        }
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    // `tc1 RUNS mb`: A and B' from shared memory behind the mbarrier pipeline, 128 and 256
-    // rows per block, beside the session-21 kernel.
-    if (argc > 2 && argv[2][0] == 'm') {
-        for (const auto& s : shapes) {
-            run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 32, 4, 1, true, true, 2, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 32, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 128, 32, 6, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
-            run<8, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
-            run<4, 32, 128, 64, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
-            run<16, 32, 32, 32, 4, 1, true, true, 4, true>(h, s[0], s[1], s[2], runs, rng);
-        }
-        CHECK_BLAS(cublasDestroy(h));
-        return 0;
-    }
-    for (const auto& s : shapes) {
+    if (argc > 2)
+        for (const NamedMode& mode : kModes)
+            if (argv[2][0] == mode.letter) {
+                mode.run(h, runs, rng);
+                CHECK_BLAS(cublasDestroy(h));
+                return 0;
+            }
+    for (const auto& s : kShapes) {
         // The session-21 shape, two blocks per SM, then A from shared memory (both operands
         // async: no register inputs, so DEFER keeps one stage of wgmma in flight).
         run<16, 32, 128>(h, s[0], s[1], s[2], runs, rng);
