@@ -69,6 +69,15 @@ struct Shape {
     }
 };
 
+// bf16 offset of (kept row r, 16-byte piece p of m) in an A tile in wgmma's MN-major 128-byte
+// swizzled layout: each 64 rows of m (one warpgroup's) are KW/8 atoms of 1,024 bytes, atom j
+// holding kept rows 8j … 8j + 7 as eight 128-byte lines of 64 consecutive m; the 16-byte
+// chunk c of line r sits at chunk c ^ (r % 8).
+template <int KW>
+__host__ __device__ constexpr int sw128_offset(int r, int p) {
+    return (p / 8) * (KW * 64) + (r / 8) * 512 + (r % 8) * 64 + (((p % 8) ^ (r % 8)) * 8);
+}
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -377,14 +386,9 @@ __global__ void __launch_bounds__(tc::Shape<L, KW, STAGES, ASMEM, WG, NH>::THREA
     };
     // bf16 offset of (kept row r, piece p) in a group's A tile: core matrix (p, r/8) of 64
     // bf16, k-adjacent core matrices 128 bytes apart, m-adjacent ones KW/8·128 apart.
-    // SWZ: wgmma's MN-major 128-byte-swizzle layout. Each 64 rows of m (one warpgroup's)
-    // are KW/8 atoms of 1,024 bytes, atom j holding kept rows 8j … 8j + 7 as eight 128-byte
-    // lines of 64 consecutive m; the 16-byte chunk c of line r sits at chunk c ^ (r % 8).
+    // SWZ: wgmma's MN-major 128-byte-swizzle layout (sw128_offset).
     auto a_offset = [&](int r, int p) {
-        if constexpr (SWZ) {
-            const int h = p / 8, c = p % 8;
-            return h * (KW * 64) + (r / 8) * 512 + (r % 8) * 64 + ((c ^ (r % 8)) * 8);
-        }
+        if constexpr (SWZ) return sw128_offset<KW>(r, p);
         return ASMEM ? (p * (KW / 8) + r / 8) * 64 + (r % 8) * 8 : r * ROW_A + p * 8;
     };
     // DEFER keeps one stage of wgmma in flight while the next stage's fragments load, so a
@@ -808,9 +812,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), 1)
 #pragma unroll 4
                 for (int i = 0; i < COPIES; ++i) {
                     const int c = ptid + 128 * i, r = c / (MS / 8), p = c % (MS / 8);
-                    const int h = p / 8, ch = p % 8;
                     const uint32_t kk = kept_k[s * KW + r];
-                    cp_async16(as + h * (KW * 64) + (r / 8) * 512 + (r % 8) * 64 + ((ch ^ (r % 8)) * 8),
+                    cp_async16(as + sw128_offset<KW>(r, p),
                                A + (kk * static_cast<uint32_t>(m) + static_cast<uint32_t>(m0 + 8 * p)));
                 }
                 if (ptid == 0) {
