@@ -67,10 +67,15 @@ __device__ __forceinline__ void init_ring(uint64_t* full, uint64_t* empty, int s
     }
     __syncthreads();
 }
-// Waits until the phase of `bar` with this parity has completed.
+// Waits until the phase of `bar` with this parity has completed. A wait that never ends (a
+// deadlocked prototype: session 43's first producer kernel asked for more registers than its
+// block had released, and its consumers waited for them for the rest of the call) traps after
+// 2^22 failed tries, many orders more than any real stage takes, so the process fails at once
+// instead of holding the GPU until the call's timeout.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
     uint32_t done = 0;
-    while (!done) {
+    for (uint32_t tries = 0; !done; ++tries) {
+        if (tries == (1u << 22)) __trap();
         asm volatile(
             "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
             "selp.u32 %0, 1, 0, p;\n}\n"

@@ -1,5 +1,5 @@
 # Issue 15: ncu of tensor-core prototype kernels at 4096³, 16:32, L = 128 (on the device):
-#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1] [tc1s] [tc1b] [tc1b-sass] [tc1i] [tc1p] [tc1d]   (default tc1; writes $OUT/tc-ncu.txt)
+#   bash docs/results/tc-prototype/ncu.sh [tc0] [tc1] [tc1s] [tc1b] [tc1b-sass] [tc1i] [tc1p] [tc1d] [tc1g]   (default tc1; writes $OUT/tc-ncu.txt)
 # tc0: the mma.sync kernel (WN 32, KW 32, 3 stages; 128- and 256-row blocks), and the mbarrier
 # pipeline (256 rows, KW 64, 4 stages) with and without a producer warpgroup. tc1: A from registers (KW 32, 3 stages),
 # A from shared memory (3 stages, every stage waited for), A from shared memory with one stage
@@ -48,12 +48,15 @@ tc1_selection() {
     tc1b-sass) echo "n ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0E" ;;  # the B' image kernel
     tc1i) echo "k ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1E" ;;  # + IDX
     tc1p) echo "r ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb1ELb0ELi1ELi0ELb1ELb1E" ;;  # persistent, QST
-    tc1d) echo "f ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1ELb0ELb1E" ;;  # + DIET (not run yet)
+    tc1d) echo "f ELi128ELi64ELi4ELi1ELb1ELb1ELi4ELb1ELb1ELi1ELb0ELb1ELi1ELi0ELb1ELb0ELb1E" ;;  # + DIET
+    tc1g) echo "h ELi128ELi64ELi4ELi4ELi104ELb0E" ;;  # the diet kernel with a producer warpgroup
   esac
 }
-for sel in tc1b-sass tc1i tc1p tc1d; do
+for sel in tc1b-sass tc1i tc1p tc1d tc1g; do
   [[ " ${*:-tc1} " == *" $sel "* ]] || continue
-  nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
+  # run.sh's build of the same source, if this call made one (a build takes about 2 minutes).
+  [ /tmp/tc1 -nt "$here/tc1.cu" ] && [ /tmp/tc1 -nt "$here/harness.h" ] ||
+    nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 "$here/tc1.cu" -o /tmp/tc1 -lcublas || exit 1
   read -r set tail <<< "$(tc1_selection "$sel")"
   for nm in 16 4; do
     k="ILi${nm}ELi32${tail}"

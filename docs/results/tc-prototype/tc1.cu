@@ -891,9 +891,14 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
         (IDX ? 32 + (PERSIST ? 3 : 1) * static_cast<size_t>(S::G) * (k / M * N) * (DIET ? 2 : 1) : 0);
     static_assert(!PROD || (DIET && IDX && SC && !PERSIST && CL == 1 && L == 128),
                   "the producer kernel is the diet kernel with a producer warpgroup");
-    // PROD: consumers' registers after setmaxnreg (the producer keeps REG_COPY a thread of the
-    // SM's 64 K).
-    constexpr int REG_MMA = (65536 - 128 * tc::REG_COPY) / (128 * WG) / 8 * 8;
+    // PROD: consumers' registers after setmaxnreg. `setmaxnreg.inc` takes registers only from
+    // those the block's own `setmaxnreg.dec` released (not the SM's free ones): with every
+    // thread launched at REG_LAUNCH, the consumers may grow by the producer's release shared
+    // among them, in steps of 8. Session 43: 112 for WG 4 (96 at launch) asked for 8,192
+    // registers where the producer had released 5,120, and the first run hung.
+    constexpr int REG_LAUNCH = 65536 / (128 * (WG + 1)) / 8 * 8;  // ptxas's cap at 1 block/SM
+    constexpr int REG_MMA = REG_LAUNCH + (REG_LAUNCH - tc::REG_COPY) / WG / 8 * 8;
+    static_assert(!PROD || (WG >= 2 && REG_MMA <= 256), "setmaxnreg's range");
     const int threads = PROD ? 128 * (WG + 1) : S::THREADS;
     if (!smem_fits(smem)) return;
     if ((k / M * N) % KW != 0 || (IDX && (k / M * N) % 16 != 0)) return;  // whole stages only (session 42: KW 48 ran off w's end)
@@ -987,13 +992,23 @@ static void run(cublasHandle_t h, int m, int n, int k, int runs, std::mt19937& r
 
     const auto kernel = [] {
         if constexpr (PROD)
-            return nm_wgmma_bf16_producer<N, M, L, KW, STAGES, WG, (REG_MMA < 256 ? REG_MMA : 256), TMA_A>;
+            return nm_wgmma_bf16_producer<N, M, L, KW, STAGES, WG, REG_MMA, TMA_A>;
         else
             return nm_wgmma_bf16<N, M, L, KW, STAGES, MINB, DEFER, ASMEM, WG, MBAR, SWZ, CL, PERSIST, SC, NH,
                                  PROBE, IDX, QST, DIET>;
     }();
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem)));
+    if constexpr (PROD) {
+        // The consumers' `setmaxnreg.inc` waits forever unless the launch allocation is the
+        // REG_LAUNCH the release was computed from.
+        cudaFuncAttributes fa{};
+        CHECK(cudaFuncGetAttributes(&fa, kernel));
+        if (fa.numRegs != REG_LAUNCH) {
+            printf("producer kernel: %d registers at launch, not %d: skipped\n", fa.numRegs, REG_LAUNCH);
+            return;
+        }
+    }
     dim3 grid(n / tc::NS, m / S::MS);
     if constexpr (PERSIST) {
         // One block per slot the GPU holds at once, or one per tile if there are fewer.
@@ -1289,7 +1304,7 @@ static void mode_e(cublasHandle_t h, int runs, std::mt19937& rng) {
     run_session41_set<SetDiet>(h, runs, rng);
 }
 
-// `tc1 RUNS f` (session 42, not run yet): the diet kernel (table, staged C) at 16:32 and
+// `tc1 RUNS f` (session 42; run in session 43): the diet kernel (table, staged C) at 16:32 and
 // 4:32 on 4096³, for ncu (docs/results/tc-prototype/ncu.sh tc1d).
 static void mode_f(cublasHandle_t h, int runs, std::mt19937& rng) {
     run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true>(h, 4096, 4096, 4096, runs, rng);
@@ -1299,6 +1314,13 @@ static void mode_f(cublasHandle_t h, int runs, std::mt19937& rng) {
 // `tc1 RUNS g` (session 42, prepared, not run yet): SetProducer at every sparsity and shape.
 static void mode_g(cublasHandle_t h, int runs, std::mt19937& rng) {
     run_session41_set<SetProducer>(h, runs, rng);
+}
+
+// `tc1 RUNS h` (session 43): the producer kernel (256 rows, KW 64, 4 stages, A by cp.async) at
+// 16:32 and 4:32 on 4096³, for ncu (docs/results/tc-prototype/ncu.sh tc1g).
+static void mode_h(cublasHandle_t h, int runs, std::mt19937& rng) {
+    run<16, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true, true>(h, 4096, 4096, 4096, runs, rng);
+    run<4, 32, 128, 64, 4, 1, true, true, 4, true, true, 1, false, true, 1, 0, true, false, true, true>(h, 4096, 4096, 4096, runs, rng);
 }
 
 // `tc1 RUNS l32`: L = 32 (four column groups a block) with the B' image and C staged, 128-row
@@ -1368,7 +1390,7 @@ struct NamedMode {
 };
 constexpr NamedMode kModes[] = {
     {'b', mode_b}, {'c', mode_c}, {'w', mode_w}, {'d', mode_d}, {'i', mode_i}, {'j', mode_j},
-    {'k', mode_k}, {'q', mode_q}, {'r', mode_r}, {'e', mode_e}, {'f', mode_f}, {'g', mode_g},
+    {'k', mode_k}, {'q', mode_q}, {'r', mode_r}, {'e', mode_e}, {'f', mode_f}, {'g', mode_g}, {'h', mode_h},
     {'l', mode_l}, {'n', mode_n}, {'p', mode_p}, {'s', mode_s}, {'m', mode_m},
 };
 
