@@ -61,6 +61,7 @@ mod config_fields;
 pub mod enumerate;
 pub mod nvrtc;
 pub mod render;
+pub mod tc;
 pub mod validate;
 
 pub use config::{ACopy, EwShape, Family, KernelConfig, WarpLayout};
@@ -70,6 +71,7 @@ pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, Compile
 pub use render::{
     compile_key, family_checksum, kernel_checksum, render, templates_checksum, KernelSource,
 };
+pub use tc::{render_tc, TcConfig};
 pub use validate::{estimated_registers, validate, validate_for_problem};
 
 use thiserror::Error;

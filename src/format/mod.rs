@@ -13,6 +13,7 @@ mod col_info;
 mod compress;
 mod min_bytes;
 mod prune;
+pub mod tc;
 
 pub use col_info::build_col_info;
 pub use compress::{compress_pruned, decompress, try_decompress};

@@ -373,6 +373,64 @@ impl Gpu {
         })
     }
 
+    /// Row-major C (m×n) = A (m×k, column-major) · B (k×n, row-major), all three in `dtype`
+    /// (BF16 or FP16 bits), with cuBLAS `cublasGemmEx`, FP32 compute, tensor cores allowed:
+    /// the baseline of the tensor-core family.
+    pub fn gemm_16bit(
+        &self,
+        dtype: crate::problem::Dtype,
+        a: &CudaSlice<u16>,
+        b: &CudaSlice<u16>,
+        c: &mut CudaSlice<u16>,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<(), GpuError> {
+        use cudarc::driver::{DevicePtr, DevicePtrMut};
+        let kind = match dtype {
+            crate::problem::Dtype::Bf16 => blas_sys::cudaDataType_t::CUDA_R_16BF,
+            crate::problem::Dtype::F16 => blas_sys::cudaDataType_t::CUDA_R_16F,
+            crate::problem::Dtype::F32 => {
+                return Err(GpuError::Cublas {
+                    what: "running a 16-bit GEMM".into(),
+                    detail: "f32 is not a 16-bit type".into(),
+                })
+            }
+        };
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let (a_ptr, _a_use) = a.device_ptr(&self.stream);
+        let (b_ptr, _b_use) = b.device_ptr(&self.stream);
+        let (c_ptr, _c_use) = c.device_ptr_mut(&self.stream);
+        // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B first (n×k column-major, leading
+        // dimension n), then column-major A transposed (leading dimension m).
+        // SAFETY: the caller's buffers hold k×n, m×k and m×n elements of `dtype`.
+        unsafe {
+            cudarc::cublas::result::gemm_ex(
+                *self.blas.handle(),
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                n as i32,
+                m as i32,
+                k as i32,
+                (&alpha) as *const f32 as *const _,
+                b_ptr as *const _,
+                kind,
+                n as i32,
+                a_ptr as *const _,
+                kind,
+                m as i32,
+                (&beta) as *const f32 as *const _,
+                c_ptr as *mut _,
+                kind,
+                n as i32,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| GpuError::Cublas {
+            what: "running a 16-bit GEMM".into(),
+            detail: e.to_string(),
+        })
+    }
+
     /// Time `runs` back-to-back calls of `launch` with CUDA events (timing enabled), after
     /// `warmup` untimed calls. Returns each call's milliseconds.
     /// Gives up with `TimedOut` when the launches are not done after `limit`.

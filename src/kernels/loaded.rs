@@ -392,7 +392,11 @@ pub fn stream_split(rows: usize, n_tiles: usize, k_tiles: usize, workers: usize)
 }
 
 /// Allow `function` `bytes` of dynamic shared memory.
-fn opt_into_smem(function: &CudaFunction, name: &str, bytes: u32) -> Result<(), GpuError> {
+pub(crate) fn opt_into_smem(
+    function: &CudaFunction,
+    name: &str,
+    bytes: u32,
+) -> Result<(), GpuError> {
     function
         .set_attribute(
             FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -7,6 +7,7 @@
 pub mod loaded;
 pub mod operands;
 pub mod table_one;
+pub mod tc;
 pub mod workspace;
 
 pub use loaded::{IndexOperand, LaunchBuffers, LoadedKernel};

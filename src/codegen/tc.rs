@@ -1,0 +1,370 @@
+//! The tensor-core family (BF16/FP16 on Hopper's warpgroup MMA, `sm_90a`): its
+//! configurations, their rules and their rendering (`templates/nm_spmm_tc.cu.tera`).
+//!
+//! A configuration fixes the block's rows (64 per warpgroup), the kept rows a stage, the
+//! stages of the ring, the blocks per SM `__launch_bounds__` asks for, the group width L and
+//! the element type. N and M are not part of it: the kernel reads them only through w (the
+//! kept rows) and the weight's kept-row table, so one module serves every N:M.
+//!
+//! # Kernel ABI
+//!
+//! ```text
+//! extern "C" __global__ void <name>(
+//!     const T* A,            // m×k column-major (element (i, kk) at A[kk·m + i])
+//!     const T* image,        // B' tile by tile (format::tc::TcWeight::image)
+//!     const u16* kept_k,     // q×w: the row of A kept row u of group g multiplies
+//!     T* C,                  // m×n row-major
+//!     int m, int n, int w)
+//! grid = (n / 128, m / block_rows), block = (threads, 1, 1),
+//! dynamic shared memory = smem_bytes(w) (opt in above 48 KiB).
+//! ```
+//! `T` is the configuration's element type (`unsigned short` holding BF16 or FP16 bits).
+//! The design: docs/design.md "Tensor cores: the kernel family".
+
+use super::CodegenError;
+pub use crate::format::tc::{TC_BLOCK_COLS, TC_MAX_K};
+use crate::gpu_profile::GpuProfile;
+use crate::problem::{ALayout, Dtype, Problem};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::sync::OnceLock;
+
+const TEMPLATE_NAME: &str = "nm_spmm_tc.cu.tera";
+const TEMPLATE: &str = include_str!("../../templates/nm_spmm_tc.cu.tera");
+
+/// The architecture the family compiles for: `wgmma` exists only in `sm_90a`'s SASS.
+pub const TC_ARCH: &str = "sm_90a";
+
+/// One point of the tensor-core family's parameter space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub struct TcConfig {
+    /// Element type of A, B' and C (BF16 or FP16; sums in FP32).
+    pub dtype: Dtype,
+    /// Warpgroups a block, 64 rows of C each (2 or 4).
+    pub warpgroups: usize,
+    /// Kept rows a stage (a multiple of 16: one `wgmma` k-step each).
+    pub kept_rows: usize,
+    /// Stages of the shared-memory ring (at least 3: one stage of `wgmma` stays in flight).
+    pub stages: usize,
+    /// Blocks per SM that `__launch_bounds__` asks for.
+    pub min_blocks: usize,
+    /// Columns of a group (vector length L): 32, 64 or 128.
+    pub l: usize,
+}
+
+impl TcConfig {
+    /// Rows of C a block computes.
+    pub fn block_rows(&self) -> usize {
+        64 * self.warpgroups
+    }
+
+    pub fn threads(&self) -> usize {
+        128 * self.warpgroups
+    }
+
+    /// Column groups a block.
+    pub fn groups(&self) -> usize {
+        TC_BLOCK_COLS / self.l
+    }
+
+    /// Bytes of the ring: each stage holds one A tile per group and the B' tile.
+    pub fn ring_bytes(&self) -> usize {
+        let elements =
+            self.groups() * self.block_rows() * self.kept_rows + TC_BLOCK_COLS * self.kept_rows;
+        self.stages * elements * 2
+    }
+
+    /// Dynamic shared memory for a problem with `w` kept rows: the ring, its two mbarriers
+    /// a stage, and the block's kept-row table (u16).
+    pub fn smem_bytes(&self, w: usize) -> usize {
+        self.ring_bytes() + 16 * self.stages + 2 * self.groups() * w
+    }
+
+    /// The name the kernel and the database know it by.
+    pub fn name(&self) -> String {
+        format!(
+            "tc_{}_wg{}_kw{}_st{}_mb{}_l{}",
+            self.dtype, self.warpgroups, self.kept_rows, self.stages, self.min_blocks, self.l
+        )
+    }
+
+    /// The rules every configuration obeys, whatever the problem.
+    pub fn validate_structure(&self) -> Result<(), CodegenError> {
+        let reject = |reason: String| {
+            Err(CodegenError::Rejected {
+                name: self.name(),
+                reason,
+            })
+        };
+        if !matches!(self.dtype, Dtype::Bf16 | Dtype::F16) {
+            return reject(format!(
+                "the tensor-core family takes bf16 or f16, not {}",
+                self.dtype
+            ));
+        }
+        if !matches!(self.warpgroups, 2 | 4) {
+            return reject(format!("{} warpgroups: 2 or 4", self.warpgroups));
+        }
+        if !matches!(self.l, 32 | 64 | 128) {
+            return reject(format!("L = {}: 32, 64 or 128", self.l));
+        }
+        if self.kept_rows < 16 || self.kept_rows % 16 != 0 || self.kept_rows > 64 {
+            return reject(format!(
+                "{} kept rows a stage: a multiple of 16 up to 64",
+                self.kept_rows
+            ));
+        }
+        if self.stages < 3 {
+            return reject(format!("{} stages: at least 3", self.stages));
+        }
+        if !matches!(self.min_blocks, 1 | 2) {
+            return reject(format!("{} blocks an SM: 1 or 2", self.min_blocks));
+        }
+        // A thread holds G·L/2 FP32 sums; ptxas needs some 30 registers beside them (the
+        // 128-column kernels at 64 registers a thread did not compile).
+        let registers = (65536 / (self.threads() * self.min_blocks)).min(255);
+        if self.groups() * self.l / 2 + 32 > registers {
+            return reject(format!(
+                "{} sums a thread do not fit {registers} registers",
+                self.groups() * self.l / 2
+            ));
+        }
+        if (self.kept_rows * self.block_rows() / 8) % self.threads() != 0 {
+            return reject("A's 16-byte copies do not share out evenly".into());
+        }
+        // C leaves through the ring, rows padded by 8 elements.
+        if self.block_rows() * (TC_BLOCK_COLS + 8) * 2 > self.ring_bytes() {
+            return reject("the C tile does not fit the ring".into());
+        }
+        Ok(())
+    }
+
+    /// Whether this configuration's kernel can compute `problem` on `gpu`: the problem's
+    /// type and layout, whole blocks and stages, u16 row indices, 32-bit offsets into A, and
+    /// shared memory within what a block may opt into.
+    pub fn validate_for_problem(
+        &self,
+        problem: &Problem,
+        gpu: &GpuProfile,
+    ) -> Result<(), CodegenError> {
+        self.validate_structure()?;
+        let reject = |reason: String| {
+            Err(CodegenError::Rejected {
+                name: self.name(),
+                reason,
+            })
+        };
+        let (m, n, k) = (problem.m, problem.n, problem.k);
+        let w = problem.w();
+        if problem.dtype != self.dtype {
+            return reject(format!(
+                "built for {}, the problem is {}",
+                self.dtype, problem.dtype
+            ));
+        }
+        if problem.a_layout != ALayout::ColMajor {
+            return reject("takes column-major A".into());
+        }
+        if problem.l != self.l {
+            return reject(format!(
+                "built for L = {}, the problem has L = {}",
+                self.l, problem.l
+            ));
+        }
+        if gpu.compute_capability != (9, 0) {
+            return reject(format!(
+                "needs sm_90a (Hopper), the GPU is sm_{}{}",
+                gpu.compute_capability.0, gpu.compute_capability.1
+            ));
+        }
+        if m % self.block_rows() != 0 || n % TC_BLOCK_COLS != 0 {
+            return reject(format!(
+                "m = {m} and n = {n} must be multiples of {} and {TC_BLOCK_COLS}",
+                self.block_rows()
+            ));
+        }
+        if w % self.kept_rows != 0 {
+            return reject(format!(
+                "w = {w} kept rows is not a multiple of {}",
+                self.kept_rows
+            ));
+        }
+        // (Problem::new keeps m·k within i32, so 32-bit offsets into A hold.)
+        if k > TC_MAX_K {
+            return reject(format!(
+                "k = {k}: kept-row indices are u16 (k ≤ {TC_MAX_K})"
+            ));
+        }
+        let smem = self.smem_bytes(w);
+        if smem > gpu.smem_per_block_optin as usize {
+            return reject(format!(
+                "{smem} bytes of shared memory, the GPU allows {}",
+                gpu.smem_per_block_optin
+            ));
+        }
+        Ok(())
+    }
+
+    /// The configurations the search tries for `dtype`: every structurally valid point of
+    /// the grid (the problem's rules prune it further).
+    pub fn search_space(dtype: Dtype) -> Vec<TcConfig> {
+        let mut out = Vec::new();
+        for l in [32, 64, 128] {
+            for warpgroups in [2, 4] {
+                for kept_rows in [32, 64] {
+                    for stages in 3..=6 {
+                        for min_blocks in [1, 2] {
+                            let cfg = TcConfig {
+                                dtype,
+                                warpgroups,
+                                kept_rows,
+                                stages,
+                                min_blocks,
+                                l,
+                            };
+                            if cfg.validate_structure().is_ok() && cfg.fits_blocks_per_sm() {
+                                out.push(cfg);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether `min_blocks` blocks of the ring fit the 228 KiB an H100/H200 SM holds (the
+    /// kept-row table comes on top, per problem).
+    fn fits_blocks_per_sm(&self) -> bool {
+        const SMEM_PER_SM: usize = 228 * 1024;
+        self.min_blocks * (self.ring_bytes() + 1024) <= SMEM_PER_SM
+    }
+}
+
+impl fmt::Display for TcConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Hex SHA-256 of the family's template: the key of its compiled-kernel cache entries and of
+/// its database rows.
+pub fn tc_checksum() -> &'static str {
+    static SUM: OnceLock<String> = OnceLock::new();
+    SUM.get_or_init(|| {
+        let mut hasher = Sha256::new();
+        hasher.update(TEMPLATE_NAME.as_bytes());
+        hasher.update([0u8]);
+        hasher.update(TEMPLATE.as_bytes());
+        hex::encode(hasher.finalize())
+    })
+}
+
+/// Render the CUDA module of `cfg` (its structural rules checked first).
+pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
+    cfg.validate_structure()?;
+    let mut tera = tera::Tera::default();
+    tera.autoescape_on(vec![]);
+    let name = cfg.name();
+    let mut ctx = tera::Context::new();
+    ctx.insert("name", &name);
+    ctx.insert("checksum", tc_checksum());
+    ctx.insert("dtype", cfg.dtype.as_str());
+    ctx.insert("ptx_type", cfg.dtype.as_str());
+    ctx.insert("wg", &cfg.warpgroups);
+    ctx.insert("ms", &cfg.block_rows());
+    ctx.insert("kw", &cfg.kept_rows);
+    ctx.insert("stages", &cfg.stages);
+    ctx.insert("min_blocks", &cfg.min_blocks);
+    ctx.insert("l", &cfg.l);
+    ctx.insert("acc_regs", &(cfg.l / 2));
+    let source = tera
+        .render_str(TEMPLATE, &ctx)
+        .map_err(|e| CodegenError::Template(e.to_string()))?;
+    Ok(super::KernelSource {
+        name,
+        reduce_name: None,
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::NmPattern;
+
+    fn cfg() -> TcConfig {
+        TcConfig {
+            dtype: Dtype::Bf16,
+            warpgroups: 4,
+            kept_rows: 64,
+            stages: 4,
+            min_blocks: 1,
+            l: 128,
+        }
+    }
+
+    #[test]
+    fn renders_the_constants_and_one_entry_point() {
+        let src = render_tc(&cfg()).unwrap();
+        assert_eq!(src.name, "tc_bf16_wg4_kw64_st4_mb1_l128");
+        assert!(src.source.contains("\n    tc_bf16_wg4_kw64_st4_mb1_l128("));
+        assert!(src.source.contains("constexpr int KW = 64;"));
+        assert!(src.source.contains("m64n128k16.f32.bf16.bf16"));
+        assert!(src.source.contains("%62, %63 }, "));
+        assert!(src.source.contains("%64, %65, p, 1, 1, 1, 0;"));
+        assert!(!src.source.contains("{{") && !src.source.contains("{%"));
+        let f16 = render_tc(&TcConfig {
+            dtype: Dtype::F16,
+            l: 32,
+            ..cfg()
+        })
+        .unwrap();
+        assert!(f16.source.contains("m64n32k16.f32.f16.f16"));
+        assert!(f16.source.contains("cvt.rn.f16x2.f32"));
+    }
+
+    #[test]
+    fn the_search_space_is_valid_and_rejects_what_cannot_run() {
+        let space = TcConfig::search_space(Dtype::Bf16);
+        assert!(space.len() >= 20, "{} configurations", space.len());
+        assert!(space.contains(&cfg()));
+        assert!(TcConfig { stages: 2, ..cfg() }
+            .validate_structure()
+            .is_err());
+        assert!(TcConfig {
+            dtype: Dtype::F32,
+            ..cfg()
+        }
+        .validate_structure()
+        .is_err());
+        assert!(TcConfig::search_space(Dtype::F32).is_empty());
+    }
+
+    #[test]
+    fn problems_outside_the_kernels_reach_are_rejected_with_a_reason() {
+        let gpu = GpuProfile::builtin("h100").unwrap();
+        let problem = Problem::new(4096, 4096, 4096, NmPattern { n: 16, m: 32 }, 128)
+            .unwrap()
+            .with_dtype(Dtype::Bf16)
+            .with_layout(ALayout::ColMajor)
+            .unwrap();
+        cfg().validate_for_problem(&problem, &gpu).unwrap();
+        let reason = |p: &Problem| cfg().validate_for_problem(p, &gpu).unwrap_err().to_string();
+        assert!(reason(&problem.with_layout(ALayout::RowMajor).unwrap()).contains("column-major"));
+        assert!(reason(&problem.with_dtype(Dtype::F16)).contains("built for bf16"));
+        let ragged = Problem::new(4000, 4096, 4096, NmPattern { n: 16, m: 32 }, 128)
+            .unwrap()
+            .with_dtype(Dtype::Bf16)
+            .with_layout(ALayout::ColMajor)
+            .unwrap();
+        assert!(reason(&ragged).contains("multiples of 256"));
+        let ampere = GpuProfile::builtin("a100").unwrap();
+        assert!(cfg()
+            .validate_for_problem(&problem, &ampere)
+            .unwrap_err()
+            .to_string()
+            .contains("sm_90a"));
+    }
+}

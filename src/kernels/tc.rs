@@ -1,0 +1,85 @@
+//! A tensor-core kernel (codegen's [`TcConfig`]) compiled, loaded and launched.
+
+use super::loaded::opt_into_smem;
+use crate::codegen::nvrtc::compile_cached;
+use crate::codegen::tc::{TC_ARCH, TC_BLOCK_COLS};
+use crate::codegen::{render_tc, TcConfig};
+use crate::gpu::device::driver_err;
+use crate::gpu::{Gpu, GpuError};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+use std::path::Path;
+use std::sync::Arc;
+
+/// One tensor-core configuration's kernel, loaded into a GPU's context.
+pub struct TcKernel {
+    pub config: TcConfig,
+    /// Registers a thread, from ptxas's report.
+    pub registers: Option<u32>,
+    function: CudaFunction,
+    _module: Arc<CudaModule>,
+}
+
+/// The device operands of one product: A column-major, the weight's image and kept-row
+/// table (format::tc::TcWeight), C row-major, all 16-bit elements of the kernel's type.
+pub struct TcOperands<'a> {
+    pub a: &'a CudaSlice<u16>,
+    pub image: &'a CudaSlice<u16>,
+    pub kept_k: &'a CudaSlice<u16>,
+    pub c: &'a mut CudaSlice<u16>,
+    pub m: usize,
+    pub n: usize,
+    /// Kept rows of B'.
+    pub w: usize,
+}
+
+impl TcKernel {
+    /// Render, compile (through the cubin cache in `cache_dir`) and load `config`.
+    pub fn load(gpu: &Gpu, config: TcConfig, cache_dir: &Path) -> Result<Self, GpuError> {
+        let source = render_tc(&config)?;
+        let compiled = compile_cached(&source, TC_ARCH, cache_dir)?;
+        let module = gpu
+            .ctx
+            .load_module(Ptx::from_binary(compiled.cubin))
+            .map_err(driver_err("loading a module"))?;
+        let function = module
+            .load_function(&source.name)
+            .map_err(driver_err(format!("loading {}", source.name)))?;
+        Ok(Self {
+            config,
+            registers: compiled.registers,
+            function,
+            _module: module,
+        })
+    }
+
+    /// Launch on `gpu`'s stream. The caller has checked the problem against the
+    /// configuration (`TcConfig::validate_for_problem`) and sized the buffers.
+    pub fn launch(&self, gpu: &Gpu, ops: TcOperands<'_>) -> Result<(), GpuError> {
+        let smem = self.config.smem_bytes(ops.w) as u32;
+        opt_into_smem(&self.function, &self.config.name(), smem)?;
+        let grid = LaunchConfig {
+            grid_dim: (
+                (ops.n / TC_BLOCK_COLS) as u32,
+                (ops.m / self.config.block_rows()) as u32,
+                1,
+            ),
+            block_dim: (self.config.threads() as u32, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let (m, n, w) = (ops.m as i32, ops.n as i32, ops.w as i32);
+        let mut launch = gpu.stream.launch_builder(&self.function);
+        launch
+            .arg(ops.a)
+            .arg(ops.image)
+            .arg(ops.kept_k)
+            .arg(ops.c)
+            .arg(&m)
+            .arg(&n)
+            .arg(&w);
+        // SAFETY: the arguments match the family's ABI (codegen::tc) and the buffers' sizes.
+        unsafe { launch.launch(grid) }
+            .map(|_| ())
+            .map_err(driver_err(format!("launching {}", self.config.name())))
+    }
+}

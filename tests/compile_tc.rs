@@ -1,0 +1,65 @@
+//! Renders and compiles every configuration of the tensor-core family (BF16 and FP16) with
+//! NVRTC for sm_90a, and reads ptxas's report: each module defines its entry point, uses at
+//! most the registers its `__launch_bounds__` leave a thread, and spills nothing (a spilling
+//! tensor-core kernel keeps its accumulators in local memory).
+//!
+//! Cubins are cached under `$NMTUNE_CACHE_DIR` (default: cargo's target tmp folder). Without
+//! NVRTC the test prints "SKIPPED: NVRTC not found" and passes, unless
+//! `NMTUNE_REQUIRE_NVRTC` is set (CI sets it).
+
+mod common;
+
+use nmtune::codegen::nvrtc::compile_cached;
+use nmtune::codegen::tc::TC_ARCH;
+use nmtune::codegen::{render_tc, TcConfig};
+use nmtune::problem::Dtype;
+use rayon::prelude::*;
+use std::path::PathBuf;
+
+#[test]
+fn every_tensor_core_configuration_compiles_without_spills() {
+    if !common::nvrtc_or_skip() {
+        return;
+    }
+    let cache = std::env::var_os("NMTUNE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins"));
+    let configs: Vec<TcConfig> = [Dtype::Bf16, Dtype::F16]
+        .into_iter()
+        .flat_map(TcConfig::search_space)
+        .collect();
+    let failures: Vec<String> = configs
+        .par_iter()
+        .filter_map(|cfg| check(cfg, &cache).err().map(|e| format!("{cfg}: {e}")))
+        .collect();
+    println!(
+        "{} tensor-core kernels compiled for {TC_ARCH}",
+        configs.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        configs.len(),
+        failures.join("\n\n")
+    );
+}
+
+fn check(cfg: &TcConfig, cache: &std::path::Path) -> Result<(), String> {
+    let src = render_tc(cfg).map_err(|e| e.to_string())?;
+    let kernel = compile_cached(&src, TC_ARCH, cache).map_err(|e| e.to_string())?;
+    if !kernel
+        .log
+        .contains(&format!("Compiling entry function '{}'", src.name))
+    {
+        return Err("entry point missing from the ptxas report".into());
+    }
+    let cap = (65536 / (cfg.threads() * cfg.min_blocks)).min(255) as u32;
+    match (kernel.registers, kernel.spill_bytes) {
+        (Some(r), Some(0)) if r <= cap => Ok(()),
+        (r, s) => Err(format!(
+            "registers {r:?} (at most {cap}), spill bytes {s:?}:\n{}",
+            kernel.log
+        )),
+    }
+}
