@@ -76,7 +76,8 @@ impl Family {
     /// valid while these families' templates are unchanged
     /// ([`crate::codegen::templates_checksum`]).
     pub fn serving(problem: &Problem) -> &'static [Family] {
-        // Every family computes in FP32; the BF16/FP16 tensor-core family is not built yet.
+        // These families compute in FP32; the BF16/FP16 tensor-core family (codegen::tc) is
+        // not in the tuning loop yet.
         if problem.dtype != Dtype::F32 {
             &[]
         } else if problem.is_element_wise() && problem.is_decode() {

@@ -1,6 +1,7 @@
-//! The weight as the tensor-core family reads it (BF16/FP16, docs/design.md "Tensor cores:
-//! the kernel family"): B' rounded to the element type and laid out tile by tile as the
-//! kernel's shared memory holds it, and each group's kept rows as the rows of A they multiply.
+//! The weight as the tensor-core family reads it (BF16/FP16; docs/design.md
+//! "Tensor cores: the kernel family"): B' rounded to the element type and laid out tile by
+//! tile as the kernel's shared memory holds it, and each group's kept rows as the rows of A
+//! they multiply.
 
 use super::{CompressedWeight, FormatError};
 use crate::problem::Dtype;
