@@ -360,6 +360,26 @@ mod tests {
             .with_layout(ALayout::ColMajor)
             .unwrap();
         assert!(reason(&ragged).contains("multiples of 256"));
+        // Llama-65B's mlp_down at L = 32: four groups' kept-row tables (88 KB) beside the ring.
+        let wide = Problem::new(4096, 8192, 22016, NmPattern { n: 16, m: 32 }, 32)
+            .unwrap()
+            .with_dtype(Dtype::Bf16)
+            .with_layout(ALayout::ColMajor)
+            .unwrap();
+        let deep = TcConfig {
+            l: 32,
+            kept_rows: 32,
+            stages: 6,
+            ..cfg()
+        };
+        let err = deep
+            .validate_for_problem(&wide, &gpu)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bytes of shared memory"), "{err}");
+        TcConfig { stages: 3, ..deep }
+            .validate_for_problem(&wide, &gpu)
+            .unwrap();
         let ampere = GpuProfile::builtin("a100").unwrap();
         assert!(cfg()
             .validate_for_problem(&problem, &ampere)

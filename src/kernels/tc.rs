@@ -8,6 +8,7 @@ use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
 use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,6 +19,9 @@ pub struct TcKernel {
     pub registers: Option<u32>,
     function: CudaFunction,
     _module: Arc<CudaModule>,
+    /// Dynamic shared memory the function has been opted into so far (a launch needs as much
+    /// as its problem's w asks for; the attribute is set again only when that grows).
+    opted_smem: Cell<u32>,
 }
 
 /// The device operands of one product: A column-major, the weight's image and kept-row
@@ -50,6 +54,7 @@ impl TcKernel {
             registers: compiled.registers,
             function,
             _module: module,
+            opted_smem: Cell::new(0),
         })
     }
 
@@ -57,7 +62,10 @@ impl TcKernel {
     /// configuration (`TcConfig::validate_for_problem`) and sized the buffers.
     pub fn launch(&self, gpu: &Gpu, ops: TcOperands<'_>) -> Result<(), GpuError> {
         let smem = self.config.smem_bytes(ops.w) as u32;
-        opt_into_smem(&self.function, &self.config.name(), smem)?;
+        if smem > self.opted_smem.get() {
+            opt_into_smem(&self.function, &self.config.name(), smem)?;
+            self.opted_smem.set(smem);
+        }
         let grid = LaunchConfig {
             grid_dim: (
                 (ops.n / TC_BLOCK_COLS) as u32,
