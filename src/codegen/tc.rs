@@ -368,6 +368,7 @@ mod tests {
             .unwrap();
         let deep = TcConfig {
             l: 32,
+            warpgroups: 2,
             kept_rows: 32,
             stages: 6,
             ..cfg()
