@@ -726,8 +726,8 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     })?;
     rule(problem.dtype == Dtype::F32, || {
         format!(
-            "computes in FP32 (A, B' and C as float), the problem is {}: no kernel family \
-             takes {} yet",
+            "computes in FP32 (A, B' and C as float), the problem is {}: the {} tensor-core \
+             kernels are not in the tuning loop yet (examples/tc_bench runs them)",
             problem.dtype, problem.dtype
         )
     })?;
