@@ -19,6 +19,7 @@ use nmtune::reference;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -44,8 +45,20 @@ struct Args {
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tc_bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    if args.dtype == Dtype::F32 {
+        bail!("--dtype f32: the tensor-core family takes bf16 or f16");
+    }
     let gpu = Gpu::open(0).context("opening the GPU")?;
     if gpu.profile().compute_capability != (9, 0) {
         bail!(

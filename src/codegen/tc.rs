@@ -261,11 +261,24 @@ pub fn tc_checksum() -> &'static str {
     })
 }
 
+/// The template, parsed once per process (a search renders every configuration).
+fn parsed_template() -> Result<&'static tera::Tera, CodegenError> {
+    static PARSED: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
+    PARSED
+        .get_or_init(|| {
+            let mut tera = tera::Tera::default();
+            tera.autoescape_on(vec![]);
+            tera.add_raw_template(TEMPLATE_NAME, TEMPLATE)
+                .map(|()| tera)
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| CodegenError::Template(e.clone()))
+}
+
 /// Render the CUDA module of `cfg` (its structural rules checked first).
 pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     cfg.validate_structure()?;
-    let mut tera = tera::Tera::default();
-    tera.autoescape_on(vec![]);
     let name = cfg.name();
     let mut ctx = tera::Context::new();
     ctx.insert("name", &name);
@@ -279,8 +292,8 @@ pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("l", &cfg.l);
     ctx.insert("acc_regs", &(cfg.l / 2));
-    let source = tera
-        .render_str(TEMPLATE, &ctx)
+    let source = parsed_template()?
+        .render(TEMPLATE_NAME, &ctx)
         .map_err(|e| CodegenError::Template(e.to_string()))?;
     Ok(super::KernelSource {
         name,
