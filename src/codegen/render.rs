@@ -57,6 +57,9 @@ const TEMPLATES: &[(&str, &str)] = &[
         "decode_reduce.cu.tera",
         include_str!("../../templates/decode_reduce.cu.tera"),
     ),
+    // The tensor-core family's (codegen::tc), parsed here with the others; no FP32 family
+    // uses it, so it is in none of their checksums.
+    (super::tc::TEMPLATE_NAME, super::tc::TEMPLATE),
 ];
 
 /// The templates that shape a family's modules, the entry template first: for the tiled and
@@ -208,7 +211,7 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
 
 /// The templates, parsed once per process: a search renders thousands of configurations, and
 /// parsing every template again for each was most of a render's time.
-fn parsed_templates() -> Result<&'static tera::Tera, CodegenError> {
+pub(super) fn parsed_templates() -> Result<&'static tera::Tera, CodegenError> {
     static PARSED: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
     PARSED
         .get_or_init(|| {

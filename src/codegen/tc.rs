@@ -30,8 +30,8 @@ use sha2::{Digest, Sha256};
 use std::fmt;
 use std::sync::OnceLock;
 
-const TEMPLATE_NAME: &str = "nm_spmm_tc.cu.tera";
-const TEMPLATE: &str = include_str!("../../templates/nm_spmm_tc.cu.tera");
+pub(super) const TEMPLATE_NAME: &str = "nm_spmm_tc.cu.tera";
+pub(super) const TEMPLATE: &str = include_str!("../../templates/nm_spmm_tc.cu.tera");
 
 /// The architecture the family compiles for: `wgmma` exists only in `sm_90a`'s SASS.
 pub const TC_ARCH: &str = "sm_90a";
@@ -261,21 +261,6 @@ pub fn tc_checksum() -> &'static str {
     })
 }
 
-/// The template, parsed once per process (a search renders every configuration).
-fn parsed_template() -> Result<&'static tera::Tera, CodegenError> {
-    static PARSED: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
-    PARSED
-        .get_or_init(|| {
-            let mut tera = tera::Tera::default();
-            tera.autoescape_on(vec![]);
-            tera.add_raw_template(TEMPLATE_NAME, TEMPLATE)
-                .map(|()| tera)
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| CodegenError::Template(e.clone()))
-}
-
 /// Render the CUDA module of `cfg` (its structural rules checked first).
 pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     cfg.validate_structure()?;
@@ -292,7 +277,7 @@ pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("l", &cfg.l);
     ctx.insert("acc_regs", &(cfg.l / 2));
-    let source = parsed_template()?
+    let source = super::render::parsed_templates()?
         .render(TEMPLATE_NAME, &ctx)
         .map_err(|e| CodegenError::Template(e.to_string()))?;
     Ok(super::KernelSource {
