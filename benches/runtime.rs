@@ -11,7 +11,7 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use nmtune::codegen::{templates_checksum, ACopy, KernelConfig, WarpLayout};
 use nmtune::db::Database;
 use nmtune::gpu::{device, Gpu, GpuError, GpuProfile};
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::runtime::{Lookup, PreparedWeight, Runtime, SparseLinear};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -92,6 +92,7 @@ fn prepare(c: &mut Criterion) {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     };
     let mut group = c.benchmark_group("prepare");
     group.sample_size(10);

@@ -45,6 +45,21 @@ pub struct Prediction {
     pub wave_efficiency: f64,
 }
 
+impl Prediction {
+    /// The prediction for fields no kernel of their family has: never the fastest.
+    fn impossible() -> Self {
+        Self {
+            time_s: f64::INFINITY,
+            compute_s: f64::INFINITY,
+            memory_s: f64::INFINITY,
+            block_intensity: 0.0,
+            cmar: 0.0,
+            blocks_per_sm: 0,
+            wave_efficiency: 0.0,
+        }
+    }
+}
+
 /// Expected distinct A columns per k_s window that the tile's column groups need.
 pub fn expected_packed_columns(cfg: &KernelConfig) -> f64 {
     let (n, m) = (cfg.nm.n as f64, cfg.nm.m as f64);
@@ -249,6 +264,7 @@ pub fn predict_with_registers(
     match cfg.family() {
         Family::Decode | Family::EwDecode => return predict_decode(cfg, problem, gpu, registers),
         Family::Ew => return predict_ew(cfg, problem, gpu, registers),
+        Family::Tc => return predict_tc(cfg, problem, gpu, registers),
         Family::Tiled => {}
     }
     let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
@@ -412,6 +428,52 @@ fn transpose_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) ->
 
 /// Compute and memory overlap, but not perfectly near the ridge: a smooth maximum (the
 /// 4-norm) instead of max(), so that a kernel just under one bound still pays for the other.
+/// Dense BF16/FP16 tensor-core FLOP per SM per clock on sm_90 (989 TFLOP/s over 132 SMs at
+/// 1.83 GHz; docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel").
+const TENSOR_FLOP_PER_CLOCK: f64 = 4096.0;
+
+/// The tensor-core family: per ring stage a block does 2·rows·KW·128 FLOP on the tensor
+/// cores and moves through shared memory the gathered A (written by the copies, read by
+/// `wgmma` once per group), B' (written once, read once per warpgroup); a stage costs the
+/// larger of the two at [`TENSOR_FLOP_PER_CLOCK`] and [`SHARED_BYTES_PER_CLOCK`], and an
+/// SM's resident blocks share both (docs/design.md "L = 32 is bound by shared memory").
+/// Memory: every operand once from DRAM ([`MinBytes`]).
+fn predict_tc(
+    cfg: &KernelConfig,
+    problem: &Problem,
+    gpu: &GpuProfile,
+    registers: Option<u32>,
+) -> Prediction {
+    let Some(tc) = cfg.as_tc() else {
+        return Prediction::impossible();
+    };
+    let (m, n, w) = (problem.m as f64, problem.n as f64, problem.w() as f64);
+    let (rows, kw, cols) = (tc.block_rows() as f64, tc.kept_rows as f64, cfg.n_s as f64);
+    let groups = tc.groups() as f64;
+    let blocks = (m / rows).ceil() * (n / cols).ceil();
+    let per_sm = blocks_per_sm(cfg, gpu, registers).max(1) as f64;
+    let slots = per_sm * gpu.sm_count as f64;
+    let waves = (blocks / slots).ceil().max(1.0);
+    let stage_flop = 2.0 * rows * kw * cols;
+    let stage_shared_bytes =
+        2.0 * (2.0 * groups * rows * kw + (1.0 + tc.warpgroups as f64) * cols * kw);
+    let stage_clocks =
+        (stage_flop / TENSOR_FLOP_PER_CLOCK).max(stage_shared_bytes / SHARED_BYTES_PER_CLOCK);
+    let stages = (w / kw).ceil();
+    let compute_s = waves * per_sm * stages * stage_clocks / clock_hz(gpu);
+    let memory_s = MinBytes::of(problem).total() as f64 / gpu.dram_bytes_per_s();
+    let stage_global_bytes = 2.0 * (groups * rows * kw + cols * kw);
+    Prediction {
+        time_s: overlap(compute_s, memory_s) + LAUNCH_OVERHEAD_S,
+        compute_s,
+        memory_s,
+        block_intensity: stage_flop / stage_global_bytes,
+        cmar: stage_flop / stage_shared_bytes,
+        blocks_per_sm: per_sm as u32,
+        wave_efficiency: blocks / (waves * slots),
+    }
+}
+
 fn overlap(compute_s: f64, memory_s: f64) -> f64 {
     (compute_s.powi(4) + memory_s.powi(4)).powf(0.25)
 }
@@ -459,7 +521,7 @@ pub fn ranked(
 mod tests {
     use super::*;
     use crate::codegen::WarpLayout;
-    use crate::problem::NmPattern;
+    use crate::problem::{Dtype, NmPattern};
 
     fn large(nm: NmPattern, packing: bool) -> KernelConfig {
         KernelConfig {
@@ -479,6 +541,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         }
     }
 

@@ -225,8 +225,8 @@ named_values!(ALayout, BadLayout);
 /// The element type of A, B' and C (products accumulate in FP32 whatever it is). Part of the
 /// problem key: a kernel is compiled for one type, and every entry's baseline is cuBLAS in the
 /// same type. `f32` runs on the CUDA cores (the FP32 families); `bf16` and `f16` are for the
-/// tensor-core family (`codegen::tc`), which is not in the tuning loop yet: no tuned kernel
-/// serves them so far. Its design: docs/design.md "Tensor cores: the kernel family".
+/// tensor-core family (`codegen::tc`). Its design: docs/design.md "Tensor cores: the kernel
+/// family".
 #[derive(
     Debug,
     Clone,
@@ -259,6 +259,14 @@ pub enum Dtype {
 impl Dtype {
     /// Every type, in key order.
     pub const ALL: [Dtype; 3] = [Dtype::F32, Dtype::Bf16, Dtype::F16];
+
+    /// Bytes of one element of A, B' or C.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::Bf16 | Dtype::F16 => 2,
+        }
+    }
 
     /// The name used in shapes files, the CLI, the database and JSON.
     pub fn as_str(&self) -> &'static str {

@@ -176,7 +176,7 @@ fn bad_input_is_one_line_and_non_zero() {
             &[
                 "--m", "256", "--n", "4096", "--k", "4096", "--nm", "8:32", "--dtype", "bf16",
             ],
-            "the bf16 tensor-core kernels are not in the tuning loop yet",
+            "the bf16 tensor-core kernels take column-major A",
         ),
     ];
     let [db, gpu] = a_current_committed_db();

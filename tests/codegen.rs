@@ -12,7 +12,7 @@ use nmtune::codegen::{
     ACopy, CodegenError, Family, KernelConfig, WarpLayout,
 };
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use std::collections::HashSet;
 
 fn h100() -> GpuProfile {
@@ -42,6 +42,7 @@ fn base() -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     }
 }
 
@@ -210,6 +211,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
                 row_chunk: 8,
                 stream_k: false,
                 tma: false,
+                dtype: Dtype::F32,
                 k_s: 32,
                 ..b
             },
@@ -220,6 +222,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
                 row_chunk: 4,
                 stream_k: false,
                 tma: false,
+                dtype: Dtype::F32,
                 nm: nm(32, 32),
                 k_s: 32,
                 ..b
@@ -231,6 +234,7 @@ fn each_broken_rule_is_rejected_with_its_reason() {
                 row_chunk: 4,
                 stream_k: false,
                 tma: false,
+                dtype: Dtype::F32,
                 a_copy: ACopy::Row16,
                 ..b
             },
@@ -337,9 +341,11 @@ fn copy_maps_cover_the_tiles() {
                 ACopy::Row4 => 1,
                 ACopy::Row16 => 16,
                 ACopy::RowK => 4,
-                ACopy::DirectRow | ACopy::DirectCol | ACopy::EwDirectRow | ACopy::EwDirectCol => {
-                    unreachable!("filtered out")
-                }
+                ACopy::DirectRow
+                | ACopy::DirectCol
+                | ACopy::EwDirectRow
+                | ACopy::EwDirectCol
+                | ACopy::Wgmma => unreachable!("not in the FP32 compile set"),
             };
             // The A tile holds m_s rows of A's k-tile (`RowK`) or a_rows columns of it.
             let a_elements = if cfg.a_copy.keeps_rows() {
@@ -463,6 +469,7 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
     let sk = KernelConfig {
         stream_k: true,
         tma: false,
+        dtype: Dtype::F32,
         ..dp
     };
     assert!(sk.name().ends_with("_sk1_streamk"), "{}", sk.name());
@@ -479,6 +486,7 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
     let decode_sk = KernelConfig {
         stream_k: true,
         tma: false,
+        dtype: Dtype::F32,
         ..decode(4, ACopy::DirectRow)
     };
     assert!(reason_of(validate_structure(&decode_sk)).contains("tiled family only"));
@@ -516,6 +524,7 @@ fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     let stream = KernelConfig {
         stream_k: true,
         tma: false,
+        dtype: Dtype::F32,
         ..base()
     };
     assert_eq!(large, kernel_checksum(&stream));
@@ -1056,6 +1065,7 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     }
 }
 

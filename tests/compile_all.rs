@@ -22,7 +22,7 @@ use nmtune::codegen::{
     compile_key, compile_set, nvrtc_version, render, ACopy, Family, KernelConfig,
 };
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{ALayout, NmPattern};
+use nmtune::problem::{ALayout, Dtype, NmPattern};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -179,6 +179,7 @@ fn plan_jobs(full: bool) -> Vec<Job> {
             .map(|c| KernelConfig {
                 stream_k: true,
                 tma: false,
+                dtype: Dtype::F32,
                 ..*c
             })
             .collect::<Vec<_>>();

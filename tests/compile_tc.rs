@@ -63,3 +63,25 @@ fn check(cfg: &TcConfig, cache: &std::path::Path) -> Result<(), String> {
         )),
     }
 }
+
+/// The support kernels (random data, rounding to 16 bits, the error sums the tuner verifies
+/// with) compile for every architecture of the built-in GPU profiles: the BF16 conversion
+/// needs sm_80, which every profile has.
+#[test]
+fn the_support_kernels_compile_for_every_builtin_gpu() {
+    if !common::nvrtc_or_skip() {
+        return;
+    }
+    let source = nmtune::codegen::KernelSource {
+        name: "nmtune_support".into(),
+        reduce_name: None,
+        source: nmtune::gpu::device::SUPPORT_SOURCE.to_string(),
+    };
+    for name in nmtune::gpu_profile::GpuProfile::builtin_names() {
+        let arch = nmtune::gpu_profile::GpuProfile::builtin(name)
+            .unwrap()
+            .arch();
+        let compiled = nmtune::codegen::compile(&source, &arch);
+        assert!(compiled.is_ok(), "{arch}: {:?}", compiled.err());
+    }
+}

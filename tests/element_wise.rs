@@ -17,7 +17,7 @@ use nmtune::format::MinBytes;
 use nmtune::gpu_profile::GpuProfile;
 use nmtune::kernels::table_one;
 use nmtune::model::predict;
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::runtime::{HostIndices, Lookup, PreparedWeight, Rule};
 use nmtune::tuner::search::{candidates, Strategy};
 use rayon::prelude::*;
@@ -95,6 +95,7 @@ fn element_wise_problems_are_served_by_the_element_wise_families_alone() {
     let stream = KernelConfig {
         stream_k: true,
         tma: false,
+        dtype: Dtype::F32,
         ..default
     };
     assert_eq!(templates_checksum(&vector(256)), kernel_checksum(&stream));

@@ -22,7 +22,7 @@ use clap::Parser;
 use nmtune::codegen::{self, ACopy, KernelConfig, WarpLayout};
 use nmtune::format::{self, CompressedWeight, FormatError};
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{ALayout, NmPattern, Problem};
+use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::shapes;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -945,6 +945,7 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
                     row_chunk: 0,
                     stream_k: false,
                     tma: false,
+                    dtype: Dtype::F32,
                 }
             },
         )

@@ -10,7 +10,7 @@ use nmtune::codegen::{compile_key, validate, ACopy, EwShape, KernelConfig, WarpL
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
 use nmtune::kernels::{IndexOperand, LaunchBuffers, LoadedKernel, Workspace};
-use nmtune::problem::{ALayout, NmPattern};
+use nmtune::problem::{ALayout, Dtype, NmPattern};
 use nmtune::reference;
 use nmtune::tuner::build::{build_all, BuildResult};
 use rand::rngs::SmallRng;
@@ -76,6 +76,7 @@ fn config(
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     }
 }
 
@@ -240,6 +241,7 @@ fn every_template_family_matches_the_cpu_reference() {
                             let stream = KernelConfig {
                                 stream_k: true,
                                 tma: false,
+                                dtype: Dtype::F32,
                                 ..cfg
                             };
                             let sampled = stages == 2 && matches!(shape, Shape::Medium);
@@ -501,6 +503,7 @@ fn layers_queued_back_to_back_read_each_previous_output() {
             configs.push(KernelConfig {
                 stream_k: true,
                 tma: false,
+                dtype: Dtype::F32,
                 ..config(nm, l, ACopy::Row4, false, 2, 1, Shape::Medium)
             });
         }

@@ -9,7 +9,7 @@ use nmtune::db::{Database, Measurement, Source};
 use nmtune::format::{self, CompressedWeight};
 use nmtune::gpu::GpuProfile;
 use nmtune::kernels::table_one;
-use nmtune::problem::{ALayout, NmPattern, Problem, ProblemError};
+use nmtune::problem::{ALayout, Dtype, NmPattern, Problem, ProblemError};
 use nmtune::runtime::{Lookup, PreparedWeight, Rule, RuntimeError};
 use nmtune::tuner::search;
 use rand::rngs::SmallRng;
@@ -90,6 +90,7 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     };
     validate(&cfg, &h200()).unwrap();
     cfg
@@ -722,6 +723,7 @@ fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     }
 }
 

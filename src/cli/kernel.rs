@@ -32,7 +32,8 @@ pub fn run(args: &KernelArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let cache = super::tune::cache_dir_or_default(args.cache_dir.clone());
-    let compiled = nvrtc::compile_cached(&source, &args.arch, &cache).map_err(|err| match err {
+    let arch = render::compile_arch(&cfg, &args.arch);
+    let compiled = nvrtc::compile_cached(&source, arch, &cache).map_err(|err| match err {
         // Refused before the kernel's name was at hand: name it.
         CodegenError::Compile { name, arch, log } if name.is_empty() => CodegenError::Compile {
             name: cfg.name(),
@@ -46,7 +47,7 @@ pub fn run(args: &KernelArgs) -> anyhow::Result<()> {
         "{}: {} for {}: {} registers, {} bytes spilled, {} threads, {} bytes dynamic shared memory",
         cfg.name(),
         compiled.name,
-        args.arch,
+        arch,
         show(compiled.registers),
         show(compiled.spill_bytes),
         cfg.threads(),

@@ -43,6 +43,10 @@ pub struct TuneArgs {
     /// such as f32,bf16 [default: the file's, else f32].
     #[arg(long, value_name = "TYPE", value_delimiter = ',', value_parser = parse_dtype)]
     dtype: Vec<Dtype>,
+    /// Vector lengths L to tune, replacing the shapes file's L: one or a list such as 32,128
+    /// [default: the file's].
+    #[arg(long = "l", value_name = "L", value_delimiter = ',')]
+    ls: Vec<usize>,
     /// Search strategy.
     #[arg(long, value_enum, default_value_t = StrategyArg::Pruned)]
     strategy: StrategyArg,
@@ -103,7 +107,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     layouts.dedup();
     let layouts = (!layouts.is_empty()).then_some(layouts.as_slice());
     let shapes = nmtune::shapes::load_with_layouts(shapes_path, layouts)?;
-    let problems = with_dtypes(shapes.entries.iter().map(|e| e.problem), &args.dtype);
+    let problems = with_ls(shapes.entries.iter().map(|e| e.problem), &args.ls)?;
+    let problems = with_dtypes(problems.into_iter(), &args.dtype);
     if args.retune && args.backend == Some(Backend::Replay) {
         bail!("--retune searches again; --backend replay reproduces a measurements file as it is");
     }
@@ -327,6 +332,28 @@ fn parse_time_limit(text: &str) -> Result<f64, String> {
             "'{text}' is not a time limit between 0.01 and 3600 seconds"
         )),
     }
+}
+
+/// The problems at every vector length of `ls` (none: as the shapes file says), in order,
+/// each once; a length a layer's n does not take is a one-line error.
+fn with_ls(problems: impl Iterator<Item = Problem>, ls: &[usize]) -> anyhow::Result<Vec<Problem>> {
+    if ls.is_empty() {
+        return Ok(problems.collect());
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for p in problems {
+        for &l in ls {
+            let with_l = Problem::new(p.m, p.n, p.k, p.nm, l)
+                .and_then(|q| q.with_layout(p.a_layout))
+                .map(|q| q.with_dtype(p.dtype))
+                .with_context(|| format!("--l {l} for {p}"))?;
+            if seen.insert(with_l) {
+                out.push(with_l);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The problems in every element type of `dtypes` (none: as the shapes file says), in order,

@@ -1,5 +1,6 @@
 //! A kernel configuration: the point of the parameter space one compiled kernel implements.
 
+use super::tc::{TcConfig, TC_BLOCK_COLS, TC_WARPGROUP_ROWS, TC_WARPS_PER_WARPGROUP};
 use crate::gpu_profile::GpuProfile;
 use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,10 @@ pub enum ACopy {
     EwDirectRow,
     /// The element-wise decode family on column-major A.
     EwDirectCol,
+    /// The tensor-core family (BF16/FP16, `wgmma`, sm_90a) on column-major A: each stage
+    /// gathers the kept rows of A per column group with 16-byte `cp.async` copies
+    /// ([`super::tc`]).
+    Wgmma,
 }
 
 /// The kernel templates: which one renders a configuration follows from its A path.
@@ -66,20 +71,21 @@ pub enum Family {
     /// Element-wise N:M for few rows of C: the weight and its u8 indices streamed once, as
     /// the decode family streams B': `templates/nm_spmm_ew_decode.cu.tera`.
     EwDecode,
+    /// BF16/FP16 on Hopper's tensor cores (`wgmma`), the kept rows of A gathered per column
+    /// group: `templates/nm_spmm_tc.cu.tera` ([`super::tc`]).
+    Tc,
 }
 
 impl Family {
     /// The families whose kernels may serve `problem`, so the ones the tuner tries for it:
     /// the element-wise families for L = 1 (no other family reads one index per column),
     /// else the tiled family; and for decode-sized problems (m ≤ `DECODE_MAX_M`) the decode
-    /// family of the same kind too; none for a BF16 or FP16 problem. A problem's rows are
-    /// valid while these families' templates are unchanged
-    /// ([`crate::codegen::templates_checksum`]).
+    /// family of the same kind too; for a BF16 or FP16 problem the tensor-core family alone
+    /// (the others compute in FP32). A problem's rows are valid while these families'
+    /// templates are unchanged ([`crate::codegen::templates_checksum`]).
     pub fn serving(problem: &Problem) -> &'static [Family] {
-        // These families compute in FP32; the BF16/FP16 tensor-core family (codegen::tc) is
-        // not in the tuning loop yet.
         if problem.dtype != Dtype::F32 {
-            &[]
+            &[Family::Tc]
         } else if problem.is_element_wise() && problem.is_decode() {
             &[Family::Ew, Family::EwDecode]
         } else if problem.is_element_wise() {
@@ -106,7 +112,7 @@ impl Family {
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 11] = [
+    pub const ALL: [ACopy; 12] = [
         ACopy::Col16,
         ACopy::Row4,
         ACopy::Row16,
@@ -118,6 +124,7 @@ impl ACopy {
         ACopy::EwTrans,
         ACopy::EwDirectRow,
         ACopy::EwDirectCol,
+        ACopy::Wgmma,
     ];
 
     /// The template family a kernel with this path belongs to.
@@ -126,6 +133,7 @@ impl ACopy {
             ACopy::DirectRow | ACopy::DirectCol => Family::Decode,
             ACopy::EwCol | ACopy::EwTrans => Family::Ew,
             ACopy::EwDirectRow | ACopy::EwDirectCol => Family::EwDecode,
+            ACopy::Wgmma => Family::Tc,
             _ => Family::Tiled,
         }
     }
@@ -138,7 +146,7 @@ impl ACopy {
     /// The A layout a kernel with this copy path takes.
     pub fn layout(&self) -> ALayout {
         match self {
-            ACopy::Col16 | ACopy::DirectCol | ACopy::EwCol | ACopy::EwDirectCol => {
+            ACopy::Col16 | ACopy::DirectCol | ACopy::EwCol | ACopy::EwDirectCol | ACopy::Wgmma => {
                 ALayout::ColMajor
             }
             ACopy::Row4
@@ -169,8 +177,8 @@ impl ACopy {
     }
 
     /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`, the decode
-    /// family's `drow`, `dcol`, the element-wise family's `ewcol`, `ewtrans`, and the
-    /// element-wise decode family's `ewdrow`, `ewdcol`.
+    /// family's `drow`, `dcol`, the element-wise family's `ewcol`, `ewtrans`, the
+    /// element-wise decode family's `ewdrow`, `ewdcol`, and the tensor-core family's `wgmma`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
@@ -184,6 +192,7 @@ impl ACopy {
             ACopy::EwTrans => "ewtrans",
             ACopy::EwDirectRow => "ewdrow",
             ACopy::EwDirectCol => "ewdcol",
+            ACopy::Wgmma => "wgmma",
         }
     }
 
@@ -203,7 +212,8 @@ impl ACopy {
             | ACopy::EwCol
             | ACopy::EwTrans
             | ACopy::EwDirectRow
-            | ACopy::EwDirectCol => 0,
+            | ACopy::EwDirectCol
+            | ACopy::Wgmma => 0,
             ACopy::Row4 => 1,
             ACopy::Row16 => 2,
             ACopy::RowK => 3,
@@ -239,6 +249,13 @@ impl WarpLayout {
 /// block, n_t columns per warp (every lane of a warp has the same ones), `warp` = warps × 1,
 /// n_s = n_t·warps, k_s = the k rows of the pruning windows one ring stage holds (a multiple
 /// of M), no packing; stages, min_blocks and split_k as in the tiled family.
+///
+/// The tensor-core family (`a_copy` `Wgmma`, `dtype` bf16 or f16) is a [`TcConfig`] spelled
+/// in these fields ([`KernelConfig::tensor_core`]): m_s = 64 rows per warpgroup × warpgroups,
+/// n_s = n_t = 128 (one block's columns, all of them a warpgroup's), m_t = 64, k_s = the kept
+/// rows a ring stage holds, `warp` = 4·warpgroups × 1, no packing, split-K 1; stages,
+/// min_blocks and L as the configuration has them. Its kernel ignores N and M (one module
+/// serves every pattern: [`super::compile_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(from = "StoredConfig")]
 pub struct KernelConfig {
@@ -284,6 +301,15 @@ pub struct KernelConfig {
     /// of the name when true.
     #[serde(default, skip_serializing_if = "is_false")]
     pub tma: bool,
+    /// Element type of A, B' and C: f32 for the FP32 families, bf16 or f16 for the
+    /// tensor-core family. The name's first token; absent from stored rows when f32 (rows
+    /// older than the field are FP32).
+    #[serde(default, skip_serializing_if = "is_f32")]
+    pub dtype: Dtype,
+}
+
+fn is_f32(dtype: &Dtype) -> bool {
+    *dtype == Dtype::F32
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -353,6 +379,7 @@ impl KernelConfig {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         }
     }
 
@@ -379,7 +406,50 @@ impl KernelConfig {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         }
+    }
+
+    /// A tensor-core configuration ([`TcConfig`]) for pattern `nm`, in this struct's fields
+    /// as [`KernelConfig`] describes them. Not validated.
+    pub fn tensor_core(tc: TcConfig, nm: NmPattern) -> Self {
+        let wg = tc.warpgroups as u32;
+        Self {
+            a_copy: ACopy::Wgmma,
+            m_s: tc.block_rows() as u32,
+            n_s: TC_BLOCK_COLS as u32,
+            k_s: tc.kept_rows as u32,
+            m_t: TC_WARPGROUP_ROWS,
+            n_t: TC_BLOCK_COLS as u32,
+            warp: WarpLayout::new(TC_WARPS_PER_WARPGROUP * wg, 1),
+            nm,
+            l: tc.l as u32,
+            packing: false,
+            stages: tc.stages as u32,
+            min_blocks: tc.min_blocks as u32,
+            split_k: 1,
+            row_chunk: 0,
+            stream_k: false,
+            tma: false,
+            dtype: tc.dtype,
+        }
+    }
+
+    /// The tensor-core configuration this one spells, if it is of that family and its
+    /// fields are those [`KernelConfig::tensor_core`] sets.
+    pub fn as_tc(&self) -> Option<TcConfig> {
+        if self.family() != Family::Tc || self.m_s % TC_WARPGROUP_ROWS != 0 {
+            return None;
+        }
+        let tc = TcConfig {
+            dtype: self.dtype,
+            warpgroups: (self.m_s / TC_WARPGROUP_ROWS) as usize,
+            kept_rows: self.k_s as usize,
+            stages: self.stages as usize,
+            min_blocks: self.min_blocks as usize,
+            l: self.l as usize,
+        };
+        (Self::tensor_core(tc, self.nm) == *self).then_some(tc)
     }
 
     /// The A layout this kernel takes.
@@ -428,7 +498,7 @@ impl KernelConfig {
             Family::Tiled => {
                 (self.m_s / self.m_t.max(1)).saturating_mul(self.n_s / self.n_t.max(1))
             }
-            Family::Decode | Family::Ew | Family::EwDecode => 32u32
+            Family::Decode | Family::Ew | Family::EwDecode | Family::Tc => 32u32
                 .saturating_mul(self.warp.rows)
                 .saturating_mul(self.warp.cols),
         }
@@ -458,6 +528,8 @@ impl KernelConfig {
             ACopy::DirectRow | ACopy::DirectCol | ACopy::EwDirectRow | ACopy::EwDirectCol => 0,
             ACopy::Row4 | ACopy::Row16 => self.m_s.saturating_add(4),
             ACopy::RowK => self.k_s.saturating_add(4),
+            // The tensor-core family's tiles are described by its own configuration.
+            ACopy::Wgmma => 0,
         }
     }
 
@@ -501,6 +573,11 @@ impl KernelConfig {
                 .saturating_mul(4)
                 .saturating_mul(self.m_s)
                 .saturating_mul(self.n_s),
+            // The ring and its mbarriers; a launch adds its problem's kept-row table
+            // (`TcConfig::smem_bytes`).
+            Family::Tc => self.as_tc().map_or(u32::MAX, |tc| {
+                tc.smem_bytes(0).min(u32::MAX as usize) as u32
+            }),
         }
     }
 
@@ -595,7 +672,8 @@ impl KernelConfig {
         let schedule = if self.stream_k { STREAM_K_SUFFIX } else { "" };
         let copies = if self.tma { TMA_SUFFIX } else { "" };
         format!(
-            "nm_spmm_f32_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}{}",
+            "nm_spmm_{}_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}{}",
+            self.dtype,
             self.a_copy.token(),
             self.m_s,
             self.n_s,
@@ -624,7 +702,8 @@ impl KernelConfig {
     }
 
     fn parse_name_loosely(name: &str) -> Option<Self> {
-        let rest = name.strip_prefix("nm_spmm_f32_")?;
+        let (dtype, rest) = name.strip_prefix("nm_spmm_")?.split_once('_')?;
+        let dtype = Dtype::parse(dtype)?;
         let (rest, stream_k) = match rest.strip_suffix(STREAM_K_SUFFIX) {
             Some(rest) => (rest, true),
             None => (rest, false),
@@ -671,6 +750,7 @@ impl KernelConfig {
             row_chunk,
             stream_k,
             tma,
+            dtype,
         })
     }
 }
@@ -700,6 +780,8 @@ struct StoredConfig {
     stream_k: bool,
     #[serde(default)]
     tma: bool,
+    #[serde(default)]
+    dtype: Dtype,
 }
 
 impl From<StoredConfig> for KernelConfig {
@@ -728,6 +810,7 @@ impl From<StoredConfig> for KernelConfig {
             row_chunk: s.row_chunk,
             stream_k: s.stream_k,
             tma: s.tma,
+            dtype: s.dtype,
         }
     }
 }
@@ -806,6 +889,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         };
         assert_eq!(
             cfg.name(),
@@ -868,6 +952,7 @@ mod tests {
             row_chunk: 4,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
             ..whole
         };
         assert_eq!(

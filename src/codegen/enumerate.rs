@@ -10,9 +10,9 @@ use super::validate::{
     validate, DECODE_LANE_COLUMNS, DECODE_STAGES, EW_LANE_ROWS, EW_WARP_COLUMNS, MIN_BLOCKS,
     ROW_CHUNKS, SPLIT_K_VALUES, STAGES,
 };
-use super::{ACopy, EwShape, KernelConfig, WarpLayout};
+use super::{ACopy, EwShape, Family, KernelConfig, TcConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{is_element_wise, ALayout, NmPattern};
+use crate::problem::{is_element_wise, ALayout, Dtype, NmPattern};
 use std::collections::BTreeSet;
 
 /// Block tile sizes along m and n.
@@ -108,6 +108,39 @@ pub fn search_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) ->
     configs
 }
 
+/// Every valid configuration of the families that serve problems of pattern `nm`, vector
+/// length `l`, A layout `layout` and element type `dtype` on `gpu`: [`search_space`] for
+/// f32, [`tc_space`] (column-major A only) for bf16 and f16.
+pub fn space_for(
+    nm: NmPattern,
+    l: u32,
+    layout: ALayout,
+    dtype: Dtype,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    if dtype == Dtype::F32 {
+        search_space(nm, l, layout, gpu)
+    } else {
+        let mut space = tc_space(dtype, nm, l, gpu);
+        space.retain(|cfg| cfg.a_layout() == layout);
+        space
+    }
+}
+
+/// Every valid tensor-core configuration ([`super::TcConfig::search_space`]) for element
+/// type `dtype`, pattern `nm` and vector length `l` on `gpu`, in [`KernelConfig`]'s fields.
+/// Sorted. Its kernels serve every pattern; `nm` is the one their rows are stored for.
+pub fn tc_space(dtype: Dtype, nm: NmPattern, l: u32, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let mut out: Vec<KernelConfig> = TcConfig::search_space(dtype)
+        .into_iter()
+        .filter(|tc| tc.l == l as usize)
+        .map(|tc| KernelConfig::tensor_core(tc, nm))
+        .filter(|cfg| validate(cfg, gpu).is_ok())
+        .collect();
+    out.sort();
+    out
+}
+
 /// The distinct kernels to compile for `search_space(nm, l, layout, gpu)`: one per
 /// [`compile_key`].
 pub fn compile_set(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
@@ -122,7 +155,8 @@ pub fn compile_set(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> 
 /// placeholders).
 fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
     let mut out = Vec::new();
-    for a_copy in ACopy::for_layout(layout).filter(|c| !c.is_direct()) {
+    let tiled_or_ew = |c: &ACopy| !c.is_direct() && c.family() != Family::Tc;
+    for a_copy in ACopy::for_layout(layout).filter(tiled_or_ew) {
         for &m_s in &BLOCK_TILES {
             for &n_s in &BLOCK_TILES {
                 for &m_t in &THREAD_TILES {
@@ -148,6 +182,7 @@ fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
                                             row_chunk: 0,
                                             stream_k: false,
                                             tma: false,
+                                            dtype: Dtype::F32,
                                         });
                                     }
                                 }

@@ -69,7 +69,8 @@ pub use config_fields::ConfigFields;
 pub use enumerate::{compile_set, search_space};
 pub use nvrtc::{compile, compile_cached, nvrtc_available, nvrtc_version, CompiledKernel};
 pub use render::{
-    compile_key, family_checksum, kernel_checksum, render, templates_checksum, KernelSource,
+    compile_arch, compile_key, family_checksum, kernel_checksum, render, templates_checksum,
+    KernelSource,
 };
 pub use tc::{render_tc, TcConfig};
 pub use validate::{estimated_registers, validate, validate_for_problem};

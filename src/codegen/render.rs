@@ -15,7 +15,7 @@
 //! configuration name (with its `sk` suffix) remains the name used in logs and the database.
 
 use super::{validate, CodegenError, Family, KernelConfig};
-use crate::problem::Problem;
+use crate::problem::{NmPattern, Problem};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 
@@ -57,8 +57,8 @@ const TEMPLATES: &[(&str, &str)] = &[
         "decode_reduce.cu.tera",
         include_str!("../../templates/decode_reduce.cu.tera"),
     ),
-    // The tensor-core family's (codegen::tc), parsed here with the others; no FP32 family
-    // uses it, so it is in none of their checksums.
+    // The tensor-core family's (codegen::tc); no FP32 family uses it, so it is in none of
+    // their checksums.
     (super::tc::TEMPLATE_NAME, super::tc::TEMPLATE),
 ];
 
@@ -88,6 +88,7 @@ fn family_templates(family: Family) -> &'static [&'static str] {
             "decode_common.cu.tera",
             "decode_reduce.cu.tera",
         ],
+        Family::Tc => &[super::tc::TEMPLATE_NAME],
     }
 }
 
@@ -104,11 +105,35 @@ pub struct KernelSource {
     pub source: String,
 }
 
-/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`.
-/// Configurations with equal keys share one source, one compilation and one cubin.
+/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`, and for
+/// the tensor-core family, whose kernels read N and M only through their arguments, with
+/// the pattern [`TC_KEY_PATTERN`]. Configurations with equal keys share one source, one
+/// compilation and one cubin.
 pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
-    KernelConfig { split_k: 1, ..*cfg }
+    let nm = if cfg.family() == Family::Tc {
+        TC_KEY_PATTERN
+    } else {
+        cfg.nm
+    };
+    KernelConfig {
+        split_k: 1,
+        nm,
+        ..*cfg
+    }
 }
+
+/// The architecture NVRTC compiles `cfg` for on a GPU of architecture `gpu_arch`: the GPU's
+/// own, except for the tensor-core family, whose `wgmma` exists only in `sm_90a`.
+pub fn compile_arch<'a>(cfg: &KernelConfig, gpu_arch: &'a str) -> &'a str {
+    if cfg.family() == Family::Tc {
+        super::tc::TC_ARCH
+    } else {
+        gpu_arch
+    }
+}
+
+/// The pattern every tensor-core compile key carries: its kernels serve every N:M.
+pub const TC_KEY_PATTERN: NmPattern = NmPattern { n: 1, m: 1 };
 
 /// The stream-K schedule's template: a second entry kernel beside the tiled family's own,
 /// rendered for configurations with `stream_k` (and for problems above decode size).
@@ -147,8 +172,11 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     static DECODE: OnceLock<String> = OnceLock::new();
     static ELEMENT_WISE: OnceLock<String> = OnceLock::new();
     static ELEMENT_WISE_DECODE: OnceLock<String> = OnceLock::new();
+    static TENSOR_CORE: OnceLock<String> = OnceLock::new();
     let families = Family::serving(problem);
-    let cell = if families.contains(&Family::EwDecode) {
+    let cell = if families.contains(&Family::Tc) {
+        &TENSOR_CORE
+    } else if families.contains(&Family::EwDecode) {
         &ELEMENT_WISE_DECODE
     } else if families.contains(&Family::Ew) {
         &ELEMENT_WISE
@@ -168,11 +196,13 @@ pub fn family_checksum(family: Family) -> &'static str {
     static DECODE: OnceLock<String> = OnceLock::new();
     static ELEMENT_WISE: OnceLock<String> = OnceLock::new();
     static ELEMENT_WISE_DECODE: OnceLock<String> = OnceLock::new();
+    static TENSOR_CORE: OnceLock<String> = OnceLock::new();
     let cell = match family {
         Family::Tiled => &TILED,
         Family::Decode => &DECODE,
         Family::Ew => &ELEMENT_WISE,
         Family::EwDecode => &ELEMENT_WISE_DECODE,
+        Family::Tc => &TENSOR_CORE,
     };
     cell.get_or_init(|| checksum_of(&[family], false))
 }
@@ -193,6 +223,9 @@ pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
 /// ([`validate::validate_structure`]); GPU limits are the caller's business.
 pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     validate::validate_structure(cfg)?;
+    if let Some(tc) = cfg.as_tc() {
+        return super::tc::render_tc(&tc);
+    }
     let key = compile_key(cfg);
     let base = key.name();
     let source = render_template(&key, &base)?;
@@ -231,6 +264,7 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
         Family::Tiled => template_context(cfg, name),
         Family::Decode | Family::EwDecode => decode_context(cfg, name),
         Family::Ew => ew_context(cfg, name),
+        Family::Tc => unreachable!("render() hands the tensor-core family to tc::render_tc"),
     };
     let template = if cfg.stream_k {
         STREAM_K_TEMPLATE
@@ -328,7 +362,7 @@ fn describe(err: &tera::Error) -> String {
 mod tests {
     use super::*;
     use crate::codegen::{ACopy, WarpLayout};
-    use crate::problem::NmPattern;
+    use crate::problem::{Dtype, NmPattern};
 
     fn cfg() -> KernelConfig {
         KernelConfig {
@@ -348,6 +382,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         }
     }
 

@@ -26,15 +26,29 @@ pub use crate::format::tc::{TC_BLOCK_COLS, TC_MAX_K};
 use crate::gpu_profile::GpuProfile;
 use crate::problem::{ALayout, Dtype, Problem};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::fmt;
-use std::sync::OnceLock;
 
 pub(super) const TEMPLATE_NAME: &str = "nm_spmm_tc.cu.tera";
 pub(super) const TEMPLATE: &str = include_str!("../../templates/nm_spmm_tc.cu.tera");
 
 /// The architecture the family compiles for: `wgmma` exists only in `sm_90a`'s SASS.
 pub const TC_ARCH: &str = "sm_90a";
+
+/// Rows of C one warpgroup computes (`wgmma`'s m64).
+pub const TC_WARPGROUP_ROWS: u32 = 64;
+
+/// Warps in a warpgroup.
+pub const TC_WARPS_PER_WARPGROUP: u32 = 4;
+
+/// The compute capability the family's kernels run on (sm_90a code runs on 9.0 alone).
+pub const TC_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
+
+/// Dynamic shared memory a block may opt into on every sm_90 GPU (H100, H200, GH200).
+pub const TC_SMEM_OPTIN: usize = 227 * 1024;
+
+/// Registers a thread needs beside its accumulators: ptxas needs some 30 (the 128-column
+/// kernels at 64 registers a thread did not compile).
+pub const TC_REGISTER_OVERHEAD: usize = 32;
 
 /// One point of the tensor-core family's parameter space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -56,11 +70,11 @@ pub struct TcConfig {
 impl TcConfig {
     /// Rows of C a block computes.
     pub fn block_rows(&self) -> usize {
-        64 * self.warpgroups
+        TC_WARPGROUP_ROWS as usize * self.warpgroups
     }
 
     pub fn threads(&self) -> usize {
-        128 * self.warpgroups
+        32 * TC_WARPS_PER_WARPGROUP as usize * self.warpgroups
     }
 
     /// Column groups a block.
@@ -121,10 +135,8 @@ impl TcConfig {
         if !matches!(self.min_blocks, 1 | 2) {
             return reject(format!("{} blocks an SM: 1 or 2", self.min_blocks));
         }
-        // A thread holds G·L/2 FP32 sums; ptxas needs some 30 registers beside them (the
-        // 128-column kernels at 64 registers a thread did not compile).
         let registers = (65536 / (self.threads() * self.min_blocks)).min(255);
-        if self.groups() * self.l / 2 + 32 > registers {
+        if self.estimated_registers() > registers {
             return reject(format!(
                 "{} sums a thread do not fit {registers} registers",
                 self.groups() * self.l / 2
@@ -141,69 +153,89 @@ impl TcConfig {
     }
 
     /// Whether this configuration's kernel can compute `problem` on `gpu`: the problem's
-    /// type and layout, whole blocks and stages, u16 row indices, 32-bit offsets into A, and
-    /// shared memory within what a block may opt into.
+    /// rules ([`TcConfig::problem_rules`]), then sm_90a and the GPU's opt-in shared memory.
     pub fn validate_for_problem(
         &self,
         problem: &Problem,
         gpu: &GpuProfile,
     ) -> Result<(), CodegenError> {
         self.validate_structure()?;
-        let reject = |reason: String| {
-            Err(CodegenError::Rejected {
-                name: self.name(),
-                reason,
-            })
+        let reject = |reason: String| CodegenError::Rejected {
+            name: self.name(),
+            reason,
         };
+        self.problem_rules(problem).map_err(reject)?;
+        if gpu.compute_capability != TC_COMPUTE_CAPABILITY {
+            return Err(reject(format!(
+                "needs sm_90a (Hopper), the GPU is sm_{}{}",
+                gpu.compute_capability.0, gpu.compute_capability.1
+            )));
+        }
+        let smem = self.smem_bytes(problem.w());
+        if smem > gpu.smem_per_block_optin as usize {
+            return Err(reject(format!(
+                "{smem} bytes of shared memory, the GPU allows {}",
+                gpu.smem_per_block_optin
+            )));
+        }
+        Ok(())
+    }
+
+    /// The rules that tie the configuration to one problem on any sm_90a GPU: the
+    /// problem's type and layout, whole blocks and stages, u16 row indices, 32-bit offsets
+    /// into A, and shared memory (the ring and the problem's kept-row table) within
+    /// [`TC_SMEM_OPTIN`].
+    pub fn problem_rules(&self, problem: &Problem) -> Result<(), String> {
         let (m, n, k) = (problem.m, problem.n, problem.k);
         let w = problem.w();
         if problem.dtype != self.dtype {
-            return reject(format!(
+            return Err(format!(
                 "built for {}, the problem is {}",
                 self.dtype, problem.dtype
             ));
         }
         if problem.a_layout != ALayout::ColMajor {
-            return reject("takes column-major A".into());
+            return Err(format!(
+                "the {} tensor-core kernels take column-major A",
+                self.dtype
+            ));
         }
         if problem.l != self.l {
-            return reject(format!(
+            return Err(format!(
                 "built for L = {}, the problem has L = {}",
                 self.l, problem.l
             ));
         }
-        if gpu.compute_capability != (9, 0) {
-            return reject(format!(
-                "needs sm_90a (Hopper), the GPU is sm_{}{}",
-                gpu.compute_capability.0, gpu.compute_capability.1
-            ));
-        }
         if m % self.block_rows() != 0 || n % TC_BLOCK_COLS != 0 {
-            return reject(format!(
+            return Err(format!(
                 "m = {m} and n = {n} must be multiples of {} and {TC_BLOCK_COLS}",
                 self.block_rows()
             ));
         }
         if w % self.kept_rows != 0 {
-            return reject(format!(
+            return Err(format!(
                 "w = {w} kept rows is not a multiple of {}",
                 self.kept_rows
             ));
         }
         // (Problem::new keeps m·k within i32, so 32-bit offsets into A hold.)
         if k > TC_MAX_K {
-            return reject(format!(
+            return Err(format!(
                 "k = {k}: kept-row indices are u16 (k ≤ {TC_MAX_K})"
             ));
         }
         let smem = self.smem_bytes(w);
-        if smem > gpu.smem_per_block_optin as usize {
-            return reject(format!(
-                "{smem} bytes of shared memory, the GPU allows {}",
-                gpu.smem_per_block_optin
+        if smem > TC_SMEM_OPTIN {
+            return Err(format!(
+                "{smem} bytes of shared memory, an sm_90 block may have {TC_SMEM_OPTIN}"
             ));
         }
         Ok(())
+    }
+
+    /// Registers a thread needs: its FP32 accumulators (G·L/2) and [`TC_REGISTER_OVERHEAD`].
+    pub fn estimated_registers(&self) -> usize {
+        self.groups() * self.l / 2 + TC_REGISTER_OVERHEAD
     }
 
     /// The configurations the search tries for `dtype`: every structurally valid point of
@@ -248,26 +280,13 @@ impl fmt::Display for TcConfig {
     }
 }
 
-/// Hex SHA-256 of the family's template: the key of its compiled-kernel cache entries and of
-/// its database rows.
-pub fn tc_checksum() -> &'static str {
-    static SUM: OnceLock<String> = OnceLock::new();
-    SUM.get_or_init(|| {
-        let mut hasher = Sha256::new();
-        hasher.update(TEMPLATE_NAME.as_bytes());
-        hasher.update([0u8]);
-        hasher.update(TEMPLATE.as_bytes());
-        hex::encode(hasher.finalize())
-    })
-}
-
 /// Render the CUDA module of `cfg` (its structural rules checked first).
 pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     cfg.validate_structure()?;
     let name = cfg.name();
     let mut ctx = tera::Context::new();
     ctx.insert("name", &name);
-    ctx.insert("checksum", tc_checksum());
+    ctx.insert("checksum", super::family_checksum(super::Family::Tc));
     ctx.insert("dtype", cfg.dtype.as_str());
     ctx.insert("ptx_type", cfg.dtype.as_str());
     ctx.insert("wg", &cfg.warpgroups);
@@ -324,6 +343,70 @@ mod tests {
     }
 
     #[test]
+    fn a_tensor_core_configuration_travels_as_a_kernel_config() {
+        use crate::codegen::{compile_key, render, validate, Family, KernelConfig};
+        let nm = NmPattern { n: 8, m: 32 };
+        let kc = KernelConfig::tensor_core(cfg(), nm);
+        assert_eq!(kc.family(), Family::Tc);
+        assert_eq!(kc.as_tc(), Some(cfg()));
+        assert_eq!(kc.threads() as usize, cfg().threads());
+        let name = kc.name();
+        assert!(name.starts_with("nm_spmm_bf16_wgmma_ms256_"), "{name}");
+        assert_eq!(KernelConfig::parse_name(&name), Some(kc));
+        let json = serde_json::to_string(&kc).unwrap();
+        assert!(json.contains("\"dtype\":\"bf16\""), "{json}");
+        assert_eq!(serde_json::from_str::<KernelConfig>(&json).unwrap(), kc);
+        // One module serves every pattern.
+        let other = KernelConfig::tensor_core(cfg(), NmPattern { n: 16, m: 32 });
+        assert_eq!(compile_key(&kc), compile_key(&other));
+        assert_eq!(render(&kc).unwrap(), render_tc(&cfg()).unwrap());
+        // Fields no tensor-core configuration has are refused, not rendered.
+        let odd = KernelConfig { m_t: 32, ..kc };
+        assert_eq!(odd.as_tc(), None);
+        assert!(validate::validate_structure(&odd).is_err());
+        let h100 = GpuProfile::builtin("h100").unwrap();
+        validate::validate(&kc, &h100).unwrap();
+        assert!(validate::validate_for_arch(&kc, "sm_80")
+            .unwrap_err()
+            .to_string()
+            .contains("sm_90a"));
+    }
+
+    #[test]
+    fn bf16_problems_get_tensor_core_candidates_and_a_default() {
+        use crate::codegen::{enumerate, validate, Family};
+        let h200 = GpuProfile::builtin("h200").unwrap();
+        let nm = NmPattern { n: 4, m: 32 };
+        let problem = Problem::new(4096, 4096, 11008, nm, 128)
+            .unwrap()
+            .with_dtype(Dtype::Bf16)
+            .with_layout(ALayout::ColMajor)
+            .unwrap();
+        assert_eq!(Family::serving(&problem), &[Family::Tc]);
+        let space = enumerate::space_for(nm, 128, ALayout::ColMajor, Dtype::Bf16, &h200);
+        assert!(!space.is_empty());
+        for kc in &space {
+            assert_eq!(
+                (kc.family(), kc.dtype, kc.l),
+                (Family::Tc, Dtype::Bf16, 128)
+            );
+        }
+        // w = 1376 is no multiple of 64: only the 32-row stages can run it.
+        let runnable: Vec<_> = space
+            .iter()
+            .filter(|kc| validate::validate_for_problem(kc, &problem).is_ok())
+            .collect();
+        assert!(!runnable.is_empty());
+        assert!(runnable.iter().all(|kc| kc.k_s == 32));
+        assert!(enumerate::space_for(nm, 128, ALayout::RowMajor, Dtype::Bf16, &h200).is_empty());
+        assert!(
+            enumerate::space_for(nm, 128, ALayout::ColMajor, Dtype::F32, &h200)
+                .iter()
+                .all(|kc| kc.dtype == Dtype::F32 && kc.family() != Family::Tc)
+        );
+    }
+
+    #[test]
     fn the_search_space_is_valid_and_rejects_what_cannot_run() {
         let space = TcConfig::search_space(Dtype::Bf16);
         assert!(space.len() >= 20, "{} configurations", space.len());
@@ -350,7 +433,8 @@ mod tests {
             .unwrap();
         cfg().validate_for_problem(&problem, &gpu).unwrap();
         let reason = |p: &Problem| cfg().validate_for_problem(p, &gpu).unwrap_err().to_string();
-        assert!(reason(&problem.with_layout(ALayout::RowMajor).unwrap()).contains("column-major"));
+        assert!(reason(&problem.with_layout(ALayout::RowMajor).unwrap())
+            .contains("take column-major A"));
         assert!(reason(&problem.with_dtype(Dtype::F16)).contains("built for bf16"));
         let ragged = Problem::new(4000, 4096, 4096, NmPattern { n: 16, m: 32 }, 128)
             .unwrap()

@@ -11,9 +11,10 @@
 //! other dimension, and a last, partial pass is predicated at compile time.
 
 use super::config::EW_WARP_ROWS_PER_LANE_ROW;
+use super::tc::TC_COMPUTE_CAPABILITY;
 use super::{nvrtc, ACopy, CodegenError, Family, KernelConfig};
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{Dtype, NmPattern, Problem, DECODE_MAX_M, ELEMENT_WISE_L};
+use crate::problem::{NmPattern, Problem, DECODE_MAX_M, ELEMENT_WISE_L};
 
 /// Largest m_s, n_s and k_s the template is tuned for.
 pub const MAX_TILE: u32 = 256;
@@ -113,8 +114,23 @@ pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
             .and_then(|_| register_rules(cfg)),
         Family::EwDecode => decode_rules(cfg).and_then(|_| register_rules(cfg)),
         Family::Ew => ew_rules(cfg).and_then(|_| register_rules(cfg)),
+        Family::Tc => return tc_rules(cfg),
     }
     .map_err(|reason| rejected(cfg, reason))
+}
+
+/// The tensor-core family: fields as [`KernelConfig::tensor_core`] sets them, and the
+/// family's own rules ([`super::TcConfig::validate_structure`]).
+fn tc_rules(cfg: &KernelConfig) -> Result<(), CodegenError> {
+    match cfg.as_tc() {
+        Some(tc) => tc.validate_structure(),
+        None => Err(rejected(
+            cfg,
+            "the wgmma path's fields are those of a tensor-core configuration \
+             (KernelConfig::tensor_core)"
+                .into(),
+        )),
+    }
 }
 
 fn tiled_rules(cfg: &KernelConfig) -> Rule {
@@ -256,6 +272,11 @@ fn chunk_rules(cfg: &KernelConfig) -> Rule {
 /// ptxas's report is the final word.
 pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
     match cfg.family() {
+        Family::Tc => {
+            return cfg
+                .as_tc()
+                .map_or(u32::MAX, |tc| tc.estimated_registers() as u32)
+        }
         // Accumulators, the k_s rows of B' in flight with their indices, overhead.
         Family::Decode => return cfg.m_s * cfg.n_t + cfg.k_s * (cfg.n_t + 1) + REGISTER_OVERHEAD,
         // The same with an index word per 4 columns of every row in flight, and part of the
@@ -329,7 +350,11 @@ impl CopyMaps {
         let threads = cfg.threads().max(32);
         let a_rows = cfg.a_rows();
         let a_units = match cfg.a_copy {
-            ACopy::DirectRow | ACopy::DirectCol | ACopy::EwDirectRow | ACopy::EwDirectCol => 0,
+            ACopy::DirectRow
+            | ACopy::DirectCol
+            | ACopy::EwDirectRow
+            | ACopy::EwDirectCol
+            | ACopy::Wgmma => 0,
             ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => {
                 let per_column = (cfg.m_s / 4).max(1);
                 let along = gcd(per_column, threads);
@@ -468,7 +493,8 @@ fn copy_rules(cfg: &KernelConfig) -> Rule {
         | ACopy::EwCol
         | ACopy::EwTrans
         | ACopy::EwDirectRow
-        | ACopy::EwDirectCol => Ok(()),
+        | ACopy::EwDirectCol
+        | ACopy::Wgmma => Ok(()),
         ACopy::Row16 | ACopy::RowK => {
             rule(!cfg.packing, || {
                 format!("the {path} path copies whole k_s windows 16 bytes of a row at a time; packing gathers columns one by one (use arow4)")
@@ -716,7 +742,16 @@ fn capability_rules(cfg: &KernelConfig, target: &str, cc: (u32, u32)) -> Rule {
     })?;
     rule(!cfg.tma || cc >= TMA_COMPUTE_CAPABILITY, || {
         needs("a tensor copy (tma)", TMA_COMPUTE_CAPABILITY)
-    })
+    })?;
+    rule(
+        cfg.family() != Family::Tc || cc == TC_COMPUTE_CAPABILITY,
+        || {
+            format!(
+                "wgmma runs on sm_90a alone (compute capability 9.0); {target} is {}.{}",
+                cc.0, cc.1
+            )
+        },
+    )
 }
 
 fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
@@ -724,13 +759,21 @@ fn problem_rules(cfg: &KernelConfig, problem: &Problem) -> Rule {
     rule(cfg.k_s > 0 && cfg.m_s > 0, || {
         format!("k_s={} and m_s={} must be positive", cfg.k_s, cfg.m_s)
     })?;
-    rule(problem.dtype == Dtype::F32, || {
+    rule(problem.dtype == cfg.dtype, || {
         format!(
-            "computes in FP32 (A, B' and C as float), the problem is {}: the {} tensor-core \
-             kernels are not in the tuning loop yet (examples/tc_bench runs them)",
-            problem.dtype, problem.dtype
+            "computes in {} (A, B' and C), the problem is {}",
+            cfg.dtype, problem.dtype
         )
     })?;
+    if let Some(tc) = cfg.as_tc() {
+        rule(cfg.nm == problem.nm, || {
+            format!(
+                "tuned for pattern {}, the problem is {}",
+                cfg.nm, problem.nm
+            )
+        })?;
+        return tc.problem_rules(problem);
+    }
     rule(cfg.nm == problem.nm, || {
         format!(
             "compiled for pattern {}, the problem is {}",

@@ -152,7 +152,7 @@ pub fn serving_bests(
 mod tests {
     use super::*;
     use crate::codegen::{ACopy, KernelConfig, WarpLayout};
-    use crate::problem::{NmPattern, Problem};
+    use crate::problem::{Dtype, NmPattern, Problem};
     use rand::{rngs::SmallRng, Rng, SeedableRng};
 
     fn config(m_s: u32) -> KernelConfig {
@@ -173,6 +173,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         }
     }
 

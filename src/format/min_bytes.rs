@@ -2,11 +2,9 @@
 //! between DRAM and the SMs, whatever its tiling. The report's `min_bytes` and achieved
 //! bandwidth, and the roofline's DRAM intensity, are read off this one rule.
 
+use super::tc::KeptRowIndex;
 use super::{DeviceIndex, ElementWiseIndex};
-use crate::problem::{is_element_wise, Problem};
-
-/// Bytes of one element of A, B' and C: every operand is FP32.
-const FLOAT_BYTES: u64 = std::mem::size_of::<f32>() as u64;
+use crate::problem::{is_element_wise, Dtype, Problem};
 
 /// Bytes of one element of D as the tiled and decode families read it ([`DeviceIndex`]): the
 /// u8 window positions of [`super::CompressedWeight`] are widened before they are uploaded.
@@ -29,14 +27,14 @@ pub fn device_index_bytes(l: usize) -> u64 {
 /// and a transposing pass over A: they are a kernel's choice, not the problem's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MinBytes {
-    /// B': w×n floats, w = k·N/M.
+    /// B': w×n elements of the problem's type, w = k·N/M.
     pub values: u64,
     /// D: w×q indices, q = n/L, of [`device_index_bytes`] each; none when N = M (dense
     /// kernels read no indices).
     pub indices: u64,
-    /// A: m×k floats.
+    /// A: m×k elements.
     pub a: u64,
-    /// C: m×n floats.
+    /// C: m×n elements.
     pub c: u64,
 }
 
@@ -45,11 +43,18 @@ impl MinBytes {
         let (m, n, k) = (problem.m as u64, problem.n as u64, problem.k as u64);
         let (w, q) = (problem.w() as u64, problem.q() as u64);
         let index_count = if problem.nm.is_dense() { 0 } else { w * q };
+        // The tensor-core family reads its kept-row table instead of D.
+        let index_bytes = if problem.dtype == Dtype::F32 {
+            device_index_bytes(problem.l)
+        } else {
+            std::mem::size_of::<KeptRowIndex>() as u64
+        };
+        let element = problem.dtype.bytes();
         Self {
-            values: w * n * FLOAT_BYTES,
-            indices: index_count * device_index_bytes(problem.l),
-            a: m * k * FLOAT_BYTES,
-            c: m * n * FLOAT_BYTES,
+            values: w * n * element,
+            indices: index_count * index_bytes,
+            a: m * k * element,
+            c: m * n * element,
         }
     }
 

@@ -10,7 +10,9 @@ use rayon::prelude::*;
 
 /// Columns of C (and of B') a tensor-core block computes: one image tile is this wide.
 pub const TC_BLOCK_COLS: usize = 128;
-/// Kept-row table entries are u16: rows of A beyond this cannot be named.
+/// An entry of the kept-row table: the row of A a kept row multiplies.
+pub type KeptRowIndex = u16;
+/// Kept-row table entries are [`KeptRowIndex`]: rows of A beyond this cannot be named.
 pub const TC_MAX_K: usize = 1 << 16;
 
 /// `x` rounded to nearest (ties to even) in `dtype`, as its bits (f32: the low 16 bits
@@ -75,7 +77,7 @@ pub struct TcWeight {
     /// B' in `dtype`, tile by tile ([`TcWeight::image_index`]).
     pub image: Vec<u16>,
     /// q×w: `kept_k[g·w + u]` = the row of A that kept row u of column group g multiplies.
-    pub kept_k: Vec<u16>,
+    pub kept_k: Vec<KeptRowIndex>,
 }
 
 impl TcWeight {
@@ -111,13 +113,25 @@ impl TcWeight {
                 "k = {k} exceeds the u16 row index ({TC_MAX_K})"
             )));
         }
+        // Tile by tile in parallel (a tile is one contiguous run of the image): a large
+        // layer's B' has some 10⁸ values.
+        let tile_len = TC_BLOCK_COLS * kept_rows;
+        let stages = w / kept_rows;
         let mut image = vec![0u16; w * n];
-        for u in 0..w {
-            for col in 0..n {
-                image[Self::image_index(kept_rows, w, u, col)] =
-                    to_bits(dtype, weight.values[u * n + col]);
-            }
-        }
+        image
+            .par_chunks_mut(tile_len)
+            .enumerate()
+            .for_each(|(tile, out)| {
+                let (block, stage) = (tile / stages, tile % stages);
+                for kk in 0..kept_rows {
+                    let u = stage * kept_rows + kk;
+                    for nn in 0..TC_BLOCK_COLS {
+                        let col = block * TC_BLOCK_COLS + nn;
+                        let at = Self::image_index(kept_rows, w, u, col) - tile * tile_len;
+                        out[at] = to_bits(dtype, weight.values[u * n + col]);
+                    }
+                }
+            });
         let q = weight.q();
         let mut kept_k = vec![0u16; q * w];
         for g in 0..q {

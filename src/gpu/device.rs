@@ -5,7 +5,7 @@
 
 use super::GpuProfile;
 use crate::codegen::nvrtc;
-use crate::problem::ALayout;
+use crate::problem::{ALayout, Dtype};
 use cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
 use cudarc::driver::{
@@ -80,7 +80,8 @@ pub fn driver_present() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
-const SUPPORT_SOURCE: &str = include_str!("support.cu");
+/// The support kernels' CUDA source (`support.cu`), compiled for the device when it is opened.
+pub const SUPPORT_SOURCE: &str = include_str!("support.cu");
 
 /// Clock cycles a burst waits behind (about 1 ms at 2 GHz): long enough for the host to
 /// queue a burst of tens of launches.
@@ -93,6 +94,10 @@ struct SupportKernels {
     error_sums: CudaFunction,
     poison: CudaFunction,
     spin: CudaFunction,
+    fill_uniform_16: CudaFunction,
+    to_16bit: CudaFunction,
+    error_sums_16: CudaFunction,
+    poison_16: CudaFunction,
     _module: Arc<CudaModule>,
 }
 
@@ -337,6 +342,82 @@ impl Gpu {
         Ok(relative_error_from_sums(host[0], host[1], host[2]))
     }
 
+    /// [`Gpu::fill_uniform`]'s values rounded to `dtype` (BF16 or FP16), as bits.
+    pub fn fill_uniform_16(
+        &self,
+        dtype: Dtype,
+        buf: &mut CudaSlice<u16>,
+        seed: u32,
+    ) -> Result<(), GpuError> {
+        let kind = kind_16bit(dtype)?;
+        let count = buf.len() as u64;
+        let cfg = self.grid_for(buf.len());
+        let mut launch = self.stream.launch_builder(&self.support.fill_uniform_16);
+        launch.arg(buf).arg(&count).arg(&seed).arg(&kind);
+        // SAFETY: signature matches support.cu.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("filling random data"))?;
+        Ok(())
+    }
+
+    /// `values` rounded to `dtype` (BF16 or FP16), as bits, into `out` (as long).
+    pub fn to_16bit(
+        &self,
+        dtype: Dtype,
+        values: &CudaSlice<f32>,
+        out: &mut CudaSlice<u16>,
+    ) -> Result<(), GpuError> {
+        let kind = kind_16bit(dtype)?;
+        let count = values.len().min(out.len()) as u64;
+        let cfg = self.grid_for(count as usize);
+        let mut launch = self.stream.launch_builder(&self.support.to_16bit);
+        launch.arg(values).arg(out).arg(&count).arg(&kind);
+        // SAFETY: signature matches support.cu; both buffers hold `count` elements.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("rounding to 16 bits"))?;
+        Ok(())
+    }
+
+    /// Fill 16-bit elements with NaN (0xFFFF in BF16 and FP16).
+    pub fn poison_16(&self, buf: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        let count = buf.len() as u64;
+        let cfg = self.grid_for(buf.len());
+        let mut launch = self.stream.launch_builder(&self.support.poison_16);
+        launch.arg(buf).arg(&count);
+        // SAFETY: signature matches support.cu.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("poisoning a buffer"))?;
+        Ok(())
+    }
+
+    /// [`Gpu::relative_error`] of 16-bit elements of `dtype`.
+    pub fn relative_error_16(
+        &self,
+        dtype: Dtype,
+        got: &CudaSlice<u16>,
+        want: &CudaSlice<u16>,
+        count: usize,
+    ) -> Result<f64, GpuError> {
+        let kind = kind_16bit(dtype)?;
+        let mut sums = self
+            .stream
+            .alloc_zeros::<f64>(3)
+            .map_err(driver_err("allocating"))?;
+        let count64 = count as u64;
+        let cfg = self.grid_for(count);
+        let mut launch = self.stream.launch_builder(&self.support.error_sums_16);
+        launch
+            .arg(got)
+            .arg(want)
+            .arg(&count64)
+            .arg(&kind)
+            .arg(&mut sums);
+        // SAFETY: signature matches support.cu.
+        unsafe { launch.launch(cfg) }.map_err(driver_err("computing the error"))?;
+        let host = self
+            .stream
+            .clone_dtoh(&sums)
+            .map_err(driver_err("reading the error"))?;
+        Ok(relative_error_from_sums(host[0], host[1], host[2]))
+    }
+
     /// Row-major C (m×n) = A (m×k, in `layout`) · B (k×n, row-major) with cuBLAS SGEMM,
     /// FP32 compute, no TF32.
     pub fn sgemm(
@@ -378,7 +459,7 @@ impl Gpu {
     /// the baseline of the tensor-core family.
     pub fn gemm_16bit(
         &self,
-        dtype: crate::problem::Dtype,
+        dtype: Dtype,
         a: &CudaSlice<u16>,
         b: &CudaSlice<u16>,
         c: &mut CudaSlice<u16>,
@@ -386,9 +467,9 @@ impl Gpu {
     ) -> Result<(), GpuError> {
         use cudarc::driver::{DevicePtr, DevicePtrMut};
         let kind = match dtype {
-            crate::problem::Dtype::Bf16 => blas_sys::cudaDataType_t::CUDA_R_16BF,
-            crate::problem::Dtype::F16 => blas_sys::cudaDataType_t::CUDA_R_16F,
-            crate::problem::Dtype::F32 => {
+            Dtype::Bf16 => blas_sys::cudaDataType_t::CUDA_R_16BF,
+            Dtype::F16 => blas_sys::cudaDataType_t::CUDA_R_16F,
+            Dtype::F32 => {
                 return Err(GpuError::Cublas {
                     what: "running a 16-bit GEMM".into(),
                     detail: "f32 is not a 16-bit type".into(),
@@ -525,6 +606,18 @@ impl Drop for Gpu {
     }
 }
 
+/// The support kernels' code for a 16-bit type: 0 for BF16, 1 for FP16.
+fn kind_16bit(dtype: Dtype) -> Result<i32, GpuError> {
+    match dtype {
+        Dtype::Bf16 => Ok(0),
+        Dtype::F16 => Ok(1),
+        Dtype::F32 => Err(GpuError::Driver {
+            what: "converting to 16 bits".into(),
+            detail: "f32 is not a 16-bit type".into(),
+        }),
+    }
+}
+
 /// The relative L2 error from the three device sums; non-finite output is infinitely wrong.
 pub fn relative_error_from_sums(diff2: f64, ref2: f64, non_finite: f64) -> f64 {
     if non_finite > 0.0 || !diff2.is_finite() {
@@ -560,6 +653,10 @@ fn compile_support(
         error_sums: load("nmtune_error_sums")?,
         poison: load("nmtune_poison")?,
         spin: load("nmtune_spin")?,
+        fill_uniform_16: load("nmtune_fill_uniform_16")?,
+        to_16bit: load("nmtune_to_16bit")?,
+        error_sums_16: load("nmtune_error_sums_16")?,
+        poison_16: load("nmtune_poison_16")?,
         _module: module.clone(),
     })
 }

@@ -3,10 +3,11 @@
 //! then the other classes, then the performance model's best. The tuner times the same
 //! configurations as seeds; the runtime launches them as defaults.
 
-use crate::codegen::{enumerate, validate, ACopy, EwShape, KernelConfig, WarpLayout};
+use crate::codegen::tc::TC_BLOCK_COLS;
+use crate::codegen::{enumerate, validate, ACopy, EwShape, KernelConfig, TcConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
 use crate::model;
-use crate::problem::{ALayout, Problem};
+use crate::problem::{ALayout, Dtype, Problem};
 
 /// Sparsity above which packing pays (paper §III-A: the bound shifts near 70 %): the paper's
 /// kernels pack above it, and the pruned search tries packing only there.
@@ -68,18 +69,24 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     };
     (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
         .then_some(cfg)
 }
 
-/// The configuration `problem` gets without a measurement: for a decode problem the decode
+/// The configuration `problem` gets without a measurement: for a BF16 or FP16 problem the
+/// tensor-core default ([`tc_default`]), else the model's best tensor-core configuration;
+/// for a decode problem the decode
 /// family's default (the element-wise decode family's for L = 1), for another element-wise
 /// problem (L = 1) the element-wise family's, else
 /// Table I for its size class, the other classes, then the model's best valid configuration.
 /// None only when no configuration of the template families can run the problem (an L that
 /// is neither 1 nor a multiple of 4, say).
 pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    if problem.dtype != Dtype::F32 {
+        return tc_default(problem, gpu).or_else(|| model_best(problem, gpu));
+    }
     let first = class_of(problem);
     decode_default(problem, gpu)
         .or_else(|| ew_default(problem, gpu))
@@ -159,9 +166,49 @@ pub fn ew_config(problem: &Problem, shape: EwShape) -> KernelConfig {
     KernelConfig::element_wise(problem.a_layout, shape, problem.nm)
 }
 
+/// The tensor-core shapes (warpgroups, kept rows a stage, stages) that won most often on the
+/// H200 in session 43 (docs/results/tc-family/session43/): 128-row blocks with 64 kept rows
+/// a stage in 3 stages at L = 128, 32 in 4 at L = 32 and 64 (where the first one's ring
+/// does not fit beside four groups' A tiles). One block an SM asked for.
+const TC_DEFAULT_SHAPES: [(usize, usize, usize); 2] = [(2, 64, 3), (2, 32, 4)];
+
+/// The tensor-core family's default for a BF16 or FP16 problem: the first of
+/// [`TC_DEFAULT_SHAPES`] (at L below 128 the second first) that can run it.
+pub fn tc_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
+    let mut shapes = TC_DEFAULT_SHAPES;
+    if problem.l < TC_BLOCK_COLS {
+        shapes.reverse();
+    }
+    shapes
+        .iter()
+        .map(|&shape| tc_config(problem, shape))
+        .find(|cfg| {
+            validate::validate(cfg, gpu).is_ok()
+                && validate::validate_for_problem(cfg, problem).is_ok()
+        })
+}
+
+/// A tensor-core configuration for `problem`'s type, pattern and L with shape (warpgroups,
+/// kept rows a stage, stages), one block an SM; not validated.
+fn tc_config(
+    problem: &Problem,
+    (warpgroups, kept_rows, stages): (usize, usize, usize),
+) -> KernelConfig {
+    let tc = TcConfig {
+        dtype: problem.dtype,
+        warpgroups,
+        kept_rows,
+        stages,
+        min_blocks: 1,
+        l: problem.l,
+    };
+    KernelConfig::tensor_core(tc, problem.nm)
+}
+
 /// The model's best valid configuration for `problem` over the whole space.
 fn model_best(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
-    let space = enumerate::search_space(problem.nm, problem.l as u32, problem.a_layout, gpu);
+    let (nm, l, layout) = (problem.nm, problem.l as u32, problem.a_layout);
+    let space = enumerate::space_for(nm, l, layout, problem.dtype, gpu);
     model::best(&space, problem, gpu)
 }
 
@@ -187,8 +234,11 @@ pub fn why_unsupported(problem: &Problem) -> String {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        dtype: Dtype::F32,
     };
-    let probe = if problem.is_element_wise() {
+    let probe = if problem.dtype != Dtype::F32 {
+        tc_config(problem, TC_DEFAULT_SHAPES[1])
+    } else if problem.is_element_wise() {
         ew_config(problem, EW_DEFAULT_SHAPE)
     } else {
         tiled

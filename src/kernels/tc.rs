@@ -1,14 +1,15 @@
 //! A tensor-core kernel (codegen's [`TcConfig`]) compiled, loaded and launched.
 
 use super::loaded::opt_into_smem;
-use crate::codegen::nvrtc::compile_cached;
-use crate::codegen::tc::{TC_ARCH, TC_BLOCK_COLS};
-use crate::codegen::{render_tc, TcConfig};
+use crate::codegen::nvrtc::{compile_cached, CompiledKernel};
+use crate::codegen::tc::{TC_ARCH, TC_BLOCK_COLS, TC_SMEM_OPTIN};
+use crate::codegen::{render_tc, KernelSource, TcConfig};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 use cudarc::nvrtc::Ptx;
-use std::cell::Cell;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,9 +20,6 @@ pub struct TcKernel {
     pub registers: Option<u32>,
     function: CudaFunction,
     _module: Arc<CudaModule>,
-    /// Dynamic shared memory the function has been opted into so far (a launch needs as much
-    /// as its problem's w asks for; the attribute is set again only when that grows).
-    opted_smem: Cell<u32>,
 }
 
 /// The device operands of one product: A column-major, the weight's image and kept-row
@@ -42,30 +40,42 @@ impl TcKernel {
     pub fn load(gpu: &Gpu, config: TcConfig, cache_dir: &Path) -> Result<Self, GpuError> {
         let source = render_tc(&config)?;
         let compiled = compile_cached(&source, TC_ARCH, cache_dir)?;
-        let module = gpu
-            .ctx
-            .load_module(Ptx::from_binary(compiled.cubin))
+        Self::load_in(&gpu.ctx, config, &source, &compiled)
+    }
+
+    /// Load `config`'s kernel, compiled from `source`, into `ctx`.
+    pub fn load_in(
+        ctx: &Arc<CudaContext>,
+        config: TcConfig,
+        source: &KernelSource,
+        compiled: &CompiledKernel,
+    ) -> Result<Self, GpuError> {
+        let module = ctx
+            .load_module(Ptx::from_binary(compiled.cubin.clone()))
             .map_err(driver_err("loading a module"))?;
         let function = module
             .load_function(&source.name)
             .map_err(driver_err(format!("loading {}", source.name)))?;
+        // Opted into all a launch may ask for (the problem's kept-row table comes on top of
+        // the ring), once: a launch then needs no attribute call, from any thread.
+        opt_into_smem(&function, &source.name, TC_SMEM_OPTIN as u32)?;
         Ok(Self {
             config,
             registers: compiled.registers,
             function,
             _module: module,
-            opted_smem: Cell::new(0),
         })
     }
 
     /// Launch on `gpu`'s stream. The caller has checked the problem against the
     /// configuration (`TcConfig::validate_for_problem`) and sized the buffers.
     pub fn launch(&self, gpu: &Gpu, ops: TcOperands<'_>) -> Result<(), GpuError> {
+        self.launch_on(&gpu.stream, ops)
+    }
+
+    /// [`TcKernel::launch`] on any stream of the context the kernel was loaded into.
+    pub fn launch_on(&self, stream: &Arc<CudaStream>, ops: TcOperands<'_>) -> Result<(), GpuError> {
         let smem = self.config.smem_bytes(ops.w) as u32;
-        if smem > self.opted_smem.get() {
-            opt_into_smem(&self.function, &self.config.name(), smem)?;
-            self.opted_smem.set(smem);
-        }
         let grid = LaunchConfig {
             grid_dim: (
                 (ops.n / TC_BLOCK_COLS) as u32,
@@ -76,7 +86,7 @@ impl TcKernel {
             shared_mem_bytes: smem,
         };
         let (m, n, w) = (ops.m as i32, ops.n as i32, ops.w as i32);
-        let mut launch = gpu.stream.launch_builder(&self.function);
+        let mut launch = stream.launch_builder(&self.function);
         launch
             .arg(ops.a)
             .arg(ops.image)

@@ -644,6 +644,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         }
     }
 
@@ -787,6 +788,7 @@ mod tests {
         let streamed = KernelConfig {
             stream_k: true,
             tma: false,
+            dtype: Dtype::F32,
             ..config(32, 1)
         };
         assert!(validate(&streamed, &h100()).is_ok());
@@ -803,6 +805,7 @@ mod tests {
         let streamed = KernelConfig {
             stream_k: true,
             tma: false,
+            dtype: Dtype::F32,
             ..config(32, 1)
         };
         let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();
@@ -817,6 +820,7 @@ mod tests {
         let streamed = KernelConfig {
             stream_k: true,
             tma: false,
+            dtype: Dtype::F32,
             ..config(32, 1)
         };
         let choice = answer(&[entry(4096, streamed, 500.0)], &p).unwrap();

@@ -1,7 +1,7 @@
 //! The builder: render and compile every distinct kernel once, in parallel, through the
 //! on-disk NVRTC cache.
 
-use crate::codegen::{compile_key, nvrtc, render, KernelConfig};
+use crate::codegen::{compile_arch, compile_key, nvrtc, render, KernelConfig};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -30,6 +30,7 @@ pub fn build_all(
 
 fn build_one(key: &KernelConfig, arch: &str, cache_dir: &Path) -> BuildResult {
     let source = render::render(key).map_err(|e| e.to_string())?;
+    let arch = compile_arch(key, arch);
     let compiled = nvrtc::compile_cached(&source, arch, cache_dir).map_err(|e| e.to_string())?;
     Ok(Built { source, compiled })
 }

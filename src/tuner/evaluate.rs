@@ -9,10 +9,11 @@
 //! strategy is judged the same way, its picks being its candidates that were measured.
 
 use super::search;
-use crate::codegen::{search_space, validate, KernelConfig};
+use crate::codegen::enumerate::space_for;
+use crate::codegen::{validate, KernelConfig};
 use crate::db::{best_per_problem, can_be_best, Measurement, Source};
 use crate::gpu_profile::GpuProfile;
-use crate::problem::{ALayout, NmPattern, Problem};
+use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -122,16 +123,17 @@ struct Sample {
 /// Evaluate the model strategy on `rows` (one GPU's measurements; model rows are ignored).
 pub fn evaluate(rows: &[Measurement], profile: &GpuProfile, opts: &EvalOptions) -> Evaluation {
     let sets = measured_sets(rows);
-    let mut spaces: HashMap<(NmPattern, usize, ALayout), Vec<KernelConfig>> = HashMap::new();
+    let mut spaces: HashMap<(NmPattern, usize, ALayout, Dtype), Vec<KernelConfig>> = HashMap::new();
     let mut problems = Vec::new();
     for (problem, samples) in &sets {
         if samples.len() < opts.min_configs {
             continue;
         }
         let space = spaces
-            .entry((problem.nm, problem.l, problem.a_layout))
+            .entry((problem.nm, problem.l, problem.a_layout, problem.dtype))
             .or_insert_with(|| {
-                search_space(problem.nm, problem.l as u32, problem.a_layout, profile)
+                let (nm, l, layout) = (problem.nm, problem.l as u32, problem.a_layout);
+                space_for(nm, l, layout, problem.dtype, profile)
             });
         let valid = space
             .iter()

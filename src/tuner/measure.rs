@@ -173,29 +173,15 @@ impl<'w> Bench<'w> {
         plan: TimingPlan,
         best_us: Option<f64>,
     ) -> Result<Outcome, GpuError> {
-        let rel_error = match self.verify(gpu, kernel, plan.time_limit) {
-            Ok(err) => err,
-            Err(e @ GpuError::TimedOut { .. }) => return Err(e),
-            Err(e) => {
-                // A launch that fails cleanly leaves the context usable; a fault does not.
-                gpu.check_healthy()?;
-                return Ok(Outcome::LaunchFailed(e.to_string()));
-            }
-        };
-        if rel_error.is_nan() || rel_error > MAX_RELATIVE_ERROR {
-            return Ok(Outcome::Wrong { rel_error });
-        }
-        let probe = self.time(gpu, kernel, plan.warmup, plan.probe_runs, plan.time_limit)?;
-        if let Some(best) = best_us {
-            if probe.min_us > plan.abandon_factor * best {
-                return Ok(Outcome::Abandoned {
-                    timing: probe,
-                    rel_error,
-                });
-            }
-        }
-        let timing = self.time(gpu, kernel, 0, plan.runs, plan.time_limit)?;
-        Ok(Outcome::Timed { timing, rel_error })
+        let verified = self.verify(gpu, kernel, plan.time_limit);
+        judge_and_time(
+            gpu,
+            plan,
+            best_us,
+            MAX_RELATIVE_ERROR,
+            verified,
+            |warmup, runs| self.time(gpu, kernel, warmup, runs, plan.time_limit),
+        )
     }
 
     /// Relative error of one launch (alpha = 1, beta = 0, C poisoned first) against cuBLAS.
@@ -264,6 +250,43 @@ impl<'w> Bench<'w> {
     }
 }
 
+/// The one rule from a candidate's verification to its outcome: a launch that failed cleanly
+/// is an outcome (a timeout or a fault, which leave the context unusable, are errors); an
+/// error above `max_error` is wrong; then `time(warmup, runs)` probes it, abandons it when
+/// slower than `abandon_factor` × the best so far, and times it.
+pub(super) fn judge_and_time(
+    gpu: &Gpu,
+    plan: TimingPlan,
+    best_us: Option<f64>,
+    max_error: f64,
+    verified: Result<f64, GpuError>,
+    mut time: impl FnMut(usize, usize) -> Result<Timing, GpuError>,
+) -> Result<Outcome, GpuError> {
+    let rel_error = match verified {
+        Ok(err) => err,
+        Err(e @ GpuError::TimedOut { .. }) => return Err(e),
+        Err(e) => {
+            // A launch that fails cleanly leaves the context usable; a fault does not.
+            gpu.check_healthy()?;
+            return Ok(Outcome::LaunchFailed(e.to_string()));
+        }
+    };
+    if rel_error.is_nan() || rel_error > max_error {
+        return Ok(Outcome::Wrong { rel_error });
+    }
+    let probe = time(plan.warmup, plan.probe_runs)?;
+    if let Some(best) = best_us {
+        if probe.min_us > plan.abandon_factor * best {
+            return Ok(Outcome::Abandoned {
+                timing: probe,
+                rel_error,
+            });
+        }
+    }
+    let timing = time(0, plan.runs)?;
+    Ok(Outcome::Timed { timing, rel_error })
+}
+
 /// Launches per timed burst of a decode problem: at least this many, and every weight copy
 /// once.
 const MIN_BURST_LAUNCHES: usize = 20;
@@ -273,7 +296,7 @@ const MIN_BURST_LAUNCHES: usize = 20;
 /// weight's bytes: `runs` bursts of back-to-back launches over the `copies` rotating weight
 /// copies, queued behind a spin kernel (as a forward pass runs its layers: every weight cold,
 /// no launch latency between them), each burst's time per launch.
-fn time_launches(
+pub(super) fn time_launches(
     gpu: &Gpu,
     problem: &Problem,
     copies: usize,

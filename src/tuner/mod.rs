@@ -21,6 +21,7 @@ pub mod replay;
 mod run;
 pub mod runner;
 pub mod search;
+pub mod tc_workload;
 pub mod warm;
 pub mod workload;
 

@@ -6,11 +6,12 @@ use super::measure::Timing;
 use super::runner::{Runner, Session, Trial};
 use super::search::Strategy;
 use super::TuneError;
-use crate::codegen::{search_space, KernelConfig};
+use crate::codegen::enumerate::space_for;
+use crate::codegen::KernelConfig;
 use crate::db::Source;
 use crate::gpu_profile::GpuProfile;
 use crate::model;
-use crate::problem::{ALayout, NmPattern, Problem};
+use crate::problem::{ALayout, Dtype, NmPattern, Problem};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 
@@ -45,7 +46,7 @@ impl Runner for ModelRunner {
         problems
             .par_iter()
             .map(|p| {
-                let space = &spaces[&(p.nm, p.l, p.a_layout)];
+                let space = &spaces[&(p.nm, p.l, p.a_layout, p.dtype)];
                 model::best(space, p, profile).into_iter().collect()
             })
             .collect()
@@ -95,10 +96,15 @@ impl Session for ModelSession<'_> {
 fn search_spaces(
     problems: &[Problem],
     profile: &GpuProfile,
-) -> HashMap<(NmPattern, usize, ALayout), Vec<KernelConfig>> {
-    let keys: BTreeSet<(NmPattern, usize, ALayout)> =
-        problems.iter().map(|p| (p.nm, p.l, p.a_layout)).collect();
+) -> HashMap<SpaceKey, Vec<KernelConfig>> {
+    let keys: BTreeSet<SpaceKey> = problems
+        .iter()
+        .map(|p| (p.nm, p.l, p.a_layout, p.dtype))
+        .collect();
     keys.into_par_iter()
-        .map(|(nm, l, a)| ((nm, l, a), search_space(nm, l as u32, a, profile)))
+        .map(|(nm, l, a, t)| ((nm, l, a, t), space_for(nm, l as u32, a, t, profile)))
         .collect()
 }
+
+/// What a search space depends on: (N:M, L, A layout, element type).
+type SpaceKey = (NmPattern, usize, ALayout, Dtype);

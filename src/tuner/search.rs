@@ -5,7 +5,7 @@ use crate::codegen::{enumerate, validate, ACopy, EwShape, Family, KernelConfig, 
 use crate::gpu_profile::GpuProfile;
 use crate::kernels::table_one::{self, PACKING_MIN_SPARSITY};
 use crate::model::{predict, ranked};
-use crate::problem::{ALayout, Problem};
+use crate::problem::{ALayout, Dtype, Problem};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -55,12 +55,16 @@ pub const SAMPLE_SIZE: usize = 256;
 /// a problem with no earlier rows, they are the pruned strategy's.
 pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Vec<KernelConfig> {
     let serving = Family::serving(problem);
-    let space: Vec<KernelConfig> =
-        enumerate::search_space(problem.nm, problem.l as u32, problem.a_layout, gpu)
-            .into_iter()
-            .filter(|cfg| serving.contains(&cfg.family()))
-            .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
-            .collect();
+    let (nm, l, layout) = (problem.nm, problem.l as u32, problem.a_layout);
+    let space: Vec<KernelConfig> = enumerate::space_for(nm, l, layout, problem.dtype, gpu)
+        .into_iter()
+        .filter(|cfg| serving.contains(&cfg.family()))
+        .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
+        .collect();
+    if serving.contains(&Family::Tc) {
+        // A dozen configurations a problem at most: every strategy times them all.
+        return ranked(space, problem, gpu);
+    }
     match strategy {
         Strategy::Exhaustive => {
             let picked = ranked(space, problem, gpu);
@@ -150,6 +154,7 @@ pub fn with_stream_k(
         [KernelConfig {
             stream_k: true,
             tma: false,
+            dtype: Dtype::F32,
             ..cfg
         }]
     })
@@ -750,6 +755,7 @@ impl Seed {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            dtype: Dtype::F32,
         }
     }
 }
@@ -924,6 +930,7 @@ mod tests {
                         row_chunk: 0,
                         stream_k: false,
                         tma: false,
+                        dtype: Dtype::F32,
                         ..*cfg
                     };
                     assert!(
@@ -952,6 +959,7 @@ mod tests {
         for twin in twins {
             let plain = KernelConfig {
                 tma: false,
+                dtype: Dtype::F32,
                 ..*twin
             };
             assert!(picked.contains(&plain), "{twin} has no cp.async twin");
@@ -1052,6 +1060,7 @@ mod tests {
             let base = KernelConfig {
                 stream_k: false,
                 tma: false,
+                dtype: Dtype::F32,
                 ..*cfg
             };
             assert!(

@@ -1,7 +1,7 @@
 //! Random problem instances on the GPU: one weight per (n, k, N:M, L) shared by every m, and
 //! rotating activation sets so that small problems are not timed from L2.
 
-use crate::format::CompressedWeight;
+use crate::format::{CompressedWeight, FormatError};
 use crate::gpu::Gpu;
 use crate::kernels::{
     upload_compressed, DeviceColInfo, DeviceColInfos, DeviceIndices, OperandError, Workspace,
@@ -44,17 +44,22 @@ pub fn random_indices(k: usize, n: usize, nm: NmPattern, l: usize, seed: u64) ->
     indices
 }
 
+/// A random weight for `problem`'s (n, k, N:M, L) on the host: random kept rows
+/// ([`random_indices`]), values uniform in [-1, 1).
+pub fn random_weight(problem: &Problem, seed: u64) -> Result<CompressedWeight, FormatError> {
+    let (k, n, nm, l) = (problem.k, problem.n, problem.nm, problem.l);
+    let indices = random_indices(k, n, nm, l, seed);
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
+    let values: Vec<f32> = (0..problem.w() * n)
+        .map(|_| rng.gen_range(-1.0..1.0))
+        .collect();
+    CompressedWeight::from_parts(k, n, nm, l, values, indices)
+}
+
 impl DeviceWeight {
     /// A random weight for `problem`'s (n, k, N:M, L); values uniform in [-1, 1).
     pub fn random(gpu: &Gpu, problem: &Problem, seed: u64) -> Result<Self, OperandError> {
-        let (k, n, nm, l) = (problem.k, problem.n, problem.nm, problem.l);
-        let indices = random_indices(k, n, nm, l, seed);
-        let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
-        let values: Vec<f32> = (0..problem.w() * n)
-            .map(|_| rng.gen_range(-1.0..1.0))
-            .collect();
-        let host = CompressedWeight::from_parts(k, n, nm, l, values, indices)?;
-        Self::upload(gpu, host)
+        Self::upload(gpu, random_weight(problem, seed)?)
     }
 
     /// Put an existing compressed weight on the device.
