@@ -10,6 +10,7 @@ use nmtune::gpu::{device, Gpu};
 use nmtune::kernels::tc::{TcKernel, TcOperands};
 use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::reference;
+use nmtune::runtime::{Lookup, PreparedWeight, Runtime, TcLinear};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
@@ -122,4 +123,51 @@ fn every_tensor_core_configuration_matches_the_cpu_reference() {
     }
     println!("{checked} tensor-core products checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The runtime's tensor-core layer (`TcLinear`) with the lookup's default kernel (no
+/// database): a BF16 product against the CPU reference on the same rounded inputs, and a
+/// shape off the kernels' grid refused in one line.
+#[test]
+fn the_runtime_launches_a_bf16_layer_that_matches_the_cpu_reference() {
+    let Some(gpu) = hopper_or_skip() else { return };
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins");
+    let lookup = Lookup::defaults_only(gpu.profile().clone());
+    let runtime = Runtime::with_cache_dir(lookup, &gpu.ctx, cache).unwrap();
+    let dtype = Dtype::Bf16;
+    let (m, n, k, nm, l) = (256, 384, 1024, NmPattern { n: 8, m: 32 }, 128);
+    let mut rng = SmallRng::seed_from_u64(9);
+    let dense = random(k * n, &mut rng);
+    let weight = PreparedWeight::from_dense_kn(&dense, k, n, nm, l).unwrap();
+    let rounded = CompressedWeight {
+        values: decode(dtype, &encode(dtype, &weight.weight().values)),
+        ..weight.weight().clone()
+    };
+    let mut layer = TcLinear::new(runtime, weight, dtype).unwrap();
+    let a_row = decode(dtype, &encode(dtype, &random(m * k, &mut rng)));
+    let mut a_col = vec![0f32; m * k];
+    for i in 0..m {
+        for kk in 0..k {
+            a_col[kk * m + i] = a_row[i * k + kk];
+        }
+    }
+    let mut want = vec![0f32; m * n];
+    reference::spmm(&a_row, m, &rounded, 1.0, 0.0, &mut want).unwrap();
+    let a = gpu.upload(&encode(dtype, &a_col)).unwrap();
+    let mut c = gpu.upload(&vec![0xFFFFu16; m * n]).unwrap();
+    let choice = layer.forward(&gpu.stream, &a, &mut c, m).unwrap();
+    gpu.synchronize().unwrap();
+    let got = decode(dtype, &gpu.stream.clone_dtoh(&c).unwrap());
+    let err = reference::relative_error(&got, &want);
+    println!("{}: error {err:.3e}", choice.config);
+    assert!(
+        err <= tolerance(dtype),
+        "{}: error {err:.3e}",
+        choice.config
+    );
+    let off_grid = layer
+        .forward(&gpu.stream, &a, &mut c, 100)
+        .unwrap_err()
+        .to_string();
+    assert!(off_grid.contains("multiple"), "{off_grid}");
 }

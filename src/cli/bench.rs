@@ -105,7 +105,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let mut bench = Benchmark::new(|problem: &Problem, rows| printer.print(problem, rows));
     run_plans(runner, &gpu_name, &jobs, &mut bench, true)?;
     if jobs.len() > 1 {
-        println!("\nspeed-up over cuBLAS SGEMM (FP32, same run, medians of {} runs), best kernel per problem:", args.runs);
+        println!(
+            "\nspeed-up over cuBLAS in the problem's type (SGEMM for f32, no TF32; GemmEx for \
+             bf16 and f16), same run, medians of {} runs, best kernel per problem:",
+            args.runs
+        );
         print!("{}", speedup_table(&speedup_rows(&printer.best_speedups)));
     }
     Ok(())

@@ -50,7 +50,7 @@ enum Command {
     /// Print the best kernel per problem from a tuning database.
     #[command(allow_negative_numbers = true)]
     Report(report::ReportArgs),
-    /// Time kernels on the GPU beside cuBLAS SGEMM, one line per kernel (nothing stored).
+    /// Time kernels on the GPU beside cuBLAS in the problem's type, one line per kernel (nothing stored).
     #[command(allow_negative_numbers = true)]
     Bench(bench::BenchArgs),
     /// Compile one kernel with NVRTC and print its resource report (no GPU needed).

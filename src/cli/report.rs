@@ -184,7 +184,8 @@ fn summary(rows: &[ReportRow]) -> String {
         return String::new();
     }
     format!(
-        "\nspeed-up over cuBLAS SGEMM (geometric mean per row):\n{}",
+        "\nspeed-up over cuBLAS in the problem's type (SGEMM for f32, GemmEx for bf16 and \
+         f16; geometric mean per row):\n{}",
         nmtune::summary::speedup_table(&nmtune::summary::speedup_rows(&results))
     )
 }

@@ -4,6 +4,7 @@
 use super::{Choice, Lookup, PreparedWeight, RuntimeError};
 use crate::codegen::{self, nvrtc, KernelConfig};
 use crate::gpu::device::{driver_err, profile_name_for};
+use crate::kernels::tc::TcKernel;
 use crate::kernels::{upload_compressed, DeviceColInfos, DeviceIndices};
 use crate::kernels::{IndexOperand, LaunchBuffers, LoadedKernel, Workspace};
 use crate::problem::{ALayout, Problem};
@@ -23,6 +24,8 @@ pub struct Runtime {
     arch: String,
     cache_dir: PathBuf,
     kernels: Mutex<HashMap<KernelConfig, Arc<LoadedKernel>>>,
+    /// The tensor-core kernels, by compile key (one module serves every N:M).
+    tc_kernels: Mutex<HashMap<KernelConfig, Arc<TcKernel>>>,
 }
 
 impl Runtime {
@@ -48,6 +51,7 @@ impl Runtime {
             arch: format!("sm_{major}{minor}"),
             cache_dir,
             kernels: Mutex::new(HashMap::new()),
+            tc_kernels: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -59,8 +63,15 @@ impl Runtime {
         &self.ctx
     }
 
-    /// `config`'s kernel, loaded into this context (compiled on first use).
+    /// `config`'s kernel, loaded into this context (compiled on first use); FP32 families
+    /// ([`Runtime::tc_kernel`] loads the tensor-core family's).
     pub fn kernel(&self, config: &KernelConfig) -> Result<Arc<LoadedKernel>, RuntimeError> {
+        if config.as_tc().is_some() {
+            return Err(not_of_family(
+                config,
+                "an FP32 family (TcLinear launches it)",
+            ));
+        }
         let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(kernel) = kernels.get(config) {
             return Ok(kernel.clone());
@@ -73,7 +84,29 @@ impl Runtime {
         Ok(kernel)
     }
 
-    fn check_context(
+    /// `config`'s tensor-core kernel, loaded into this context (compiled for sm_90a on first
+    /// use).
+    pub fn tc_kernel(&self, config: &KernelConfig) -> Result<Arc<TcKernel>, RuntimeError> {
+        let Some(tc) = config.as_tc() else {
+            return Err(not_of_family(config, "the tensor-core family"));
+        };
+        let key = codegen::compile_key(config);
+        let mut kernels = self
+            .tc_kernels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(kernel) = kernels.get(&key) {
+            return Ok(kernel.clone());
+        }
+        let source = codegen::render(config)?;
+        let arch = codegen::compile_arch(config, &self.arch);
+        let compiled = nvrtc::compile_cached(&source, arch, &self.cache_dir)?;
+        let kernel = Arc::new(TcKernel::load_in(&self.ctx, tc, &source, &compiled)?);
+        kernels.insert(key, kernel.clone());
+        Ok(kernel)
+    }
+
+    pub(super) fn check_context(
         &self,
         ctx: &Arc<CudaContext>,
         what: &'static str,
@@ -84,6 +117,14 @@ impl Runtime {
             Err(RuntimeError::WrongContext { what })
         }
     }
+}
+
+/// The error for a configuration handed to the launcher of another family.
+fn not_of_family(config: &KernelConfig, family: &str) -> RuntimeError {
+    RuntimeError::Codegen(codegen::CodegenError::Rejected {
+        name: config.name(),
+        reason: format!("this launcher takes kernels of {family}"),
+    })
 }
 
 /// The device must carry the lookup table's GPU name.

@@ -36,6 +36,7 @@ mod borrowed;
 mod error;
 mod linear;
 pub mod lookup;
+mod tc_linear;
 mod weight;
 
 pub use answer::Answer;
@@ -43,4 +44,5 @@ pub use borrowed::{BorrowedLinear, DeviceMatrix};
 pub use error::RuntimeError;
 pub use linear::{Runtime, SparseLinear};
 pub use lookup::{Choice, Lookup, LookupStats, Rule};
+pub use tc_linear::TcLinear;
 pub use weight::{HostBuffers, HostIndices, PreparedWeight};
