@@ -389,8 +389,9 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
 #[test]
 fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    // (L, n, the file's extra defaults, flags, message): L = 12 is not a multiple of 4; no
-    // family takes BF16 or FP16 yet, asked for in the file or with --dtype.
+    // (L, n, the file's extra defaults, flags, message): L = 12 is not a multiple of 4; the
+    // tensor-core family, the only one for BF16 and FP16, takes column-major A alone, asked
+    // for in the file or with --dtype.
     let cases: [(usize, usize, &str, &[&str], &str); 3] = [
         (12, 4092, "", &[], "such as m256_n4092_k4096_8:32_l12"),
         (
@@ -398,7 +399,7 @@ fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
             4096,
             ", dtype: bf16",
             &[],
-            "such as m256_n4096_k4096_8:32_l32_bf16: computes in FP32",
+            "such as m256_n4096_k4096_8:32_l32_bf16: the bf16 tensor-core kernels take column-major A",
         ),
         (
             32,
@@ -430,6 +431,47 @@ fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
             .stderr(predicate::str::contains(expected));
         assert!(!db.exists(), "nothing is stored for it");
     }
+}
+
+/// BF16 and FP16 problems are tuned with the tensor-core family, at the vector lengths `--l`
+/// asks for; a length the layer cannot take is one line.
+#[test]
+fn bf16_problems_are_tuned_with_the_tensor_core_family_at_every_l_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = dir.path().join("bf16.yaml");
+    fs::write(
+        &shapes,
+        "defaults: { m: [256, 4096], sparsity: [\"8:32\", \"4:32\"], L: 32, a_layout: col }\n\
+         layers:\n  - { model: x, name: q, n: 4096, k: 4096 }\n",
+    )
+    .unwrap();
+    let db = dir.path().join("bf16.sqlite");
+    let tune = |flags: &[&str]| {
+        nmtune()
+            .args(["--gpu", "h200", "--backend", "model", "--quiet", "--shapes"])
+            .arg(&shapes)
+            .arg("--db")
+            .arg(&db)
+            .args(flags)
+            .assert()
+    };
+    tune(&["--dtype", "bf16", "--l", "128,32"]).success();
+    let rows = report_json(&db);
+    assert_eq!(rows.len(), 2 * 2 * 2, "m × sparsity × L");
+    for row in &rows {
+        assert_eq!(row["dtype"], "bf16");
+        assert_eq!(row["config"]["a_copy"], "wgmma");
+        assert!(row["kernel"]
+            .as_str()
+            .unwrap()
+            .starts_with("nm_spmm_bf16_wgmma_"));
+    }
+    let ls: std::collections::BTreeSet<u64> =
+        rows.iter().map(|r| r["l"].as_u64().unwrap()).collect();
+    assert_eq!(ls.into_iter().collect::<Vec<_>>(), [32, 128]);
+    tune(&["--dtype", "bf16", "--l", "12"])
+        .code(1)
+        .stderr(one_line_error("--l 12 for m256_n4096_k4096_8:32_l32_acol"));
 }
 
 /// Run `args`, read the first line of standard output, hang up: (status, stderr).

@@ -9,7 +9,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigFields {
     /// How A's tiles reach shared memory: `col16` (column-major A), `row4`, `row16`, `rowk` or
-    /// `trans` (row-major A transposed into the workspace first).
+    /// `trans` (row-major A transposed into the workspace first); the other families' tokens
+    /// ([`super::ACopy::token`] without its leading `a`), such as the tensor-core `wgmma`.
     pub a_copy: &'static str,
     pub m_s: u32,
     pub n_s: u32,
