@@ -53,3 +53,17 @@ def test_gpu_names_are_read_as_the_command_line_reads_them():
     lookup = nmtune.Lookup(str(DB / "h200.sqlite"), " H200 ")
     assert lookup.gpu == "h200"
     assert repr(lookup) == "nmtune.Lookup(gpu='h200')"
+
+
+def test_bf16_answers_come_from_the_tensor_core_entries_as_on_the_command_line():
+    path = DB / "h200-bf16.sqlite"
+    args = ["lookup", "--gpu", "h200", "--m", "4096", "--n", "4096", "--k", "4096", "--nm", "8:32"]
+    args += ["--l", "128", "--a-layout", "col", "--dtype", "bf16", "--format", "json"]
+    expected = json.loads(run_nmtune(*args, "--db", str(path)).stdout)
+    answer = nmtune.Lookup(path, "h200").lookup(
+        4096, 4096, 4096, "8:32", l=128, a_layout="col", dtype="bf16"
+    )
+    assert answer == expected
+    assert answer["rule"] == "exact" and answer["dtype"] == "bf16"
+    assert answer["kernel"].startswith("nm_spmm_bf16_wgmma_")
+    assert answer["config"]["a_copy"] == "wgmma"

@@ -276,11 +276,20 @@ impl Gpu {
 
     /// Fill with NaN so that unwritten outputs fail verification.
     pub fn poison(&self, buf: &mut CudaSlice<f32>) -> Result<(), GpuError> {
+        self.poison_with(&self.support.poison, buf)
+    }
+
+    /// Run a poisoning kernel of `support.cu` (`(T* out, count)`) over `buf`.
+    fn poison_with<T: cudarc::driver::DeviceRepr>(
+        &self,
+        kernel: &CudaFunction,
+        buf: &mut CudaSlice<T>,
+    ) -> Result<(), GpuError> {
         let count = buf.len() as u64;
         let cfg = self.grid_for(buf.len());
-        let mut launch = self.stream.launch_builder(&self.support.poison);
+        let mut launch = self.stream.launch_builder(kernel);
         launch.arg(buf).arg(&count);
-        // SAFETY: signature matches support.cu.
+        // SAFETY: `kernel` takes (T*, unsigned long long) in support.cu.
         unsafe { launch.launch(cfg) }.map_err(driver_err("poisoning a buffer"))?;
         Ok(())
     }
@@ -325,16 +334,27 @@ impl Gpu {
         want: &CudaSlice<f32>,
         count: usize,
     ) -> Result<f64, GpuError> {
+        let count64 = count as u64;
+        self.error_from_sums(count, |sums, cfg| {
+            let mut launch = self.stream.launch_builder(&self.support.error_sums);
+            launch.arg(got).arg(want).arg(&count64).arg(sums);
+            // SAFETY: signature matches support.cu.
+            unsafe { launch.launch(cfg) }.map(|_| ())
+        })
+    }
+
+    /// The relative error from an error-sums kernel over `count` elements, which `launch`
+    /// starts with the three zeroed sums and a grid.
+    fn error_from_sums(
+        &self,
+        count: usize,
+        launch: impl FnOnce(&mut CudaSlice<f64>, LaunchConfig) -> Result<(), DriverError>,
+    ) -> Result<f64, GpuError> {
         let mut sums = self
             .stream
             .alloc_zeros::<f64>(3)
             .map_err(driver_err("allocating"))?;
-        let count64 = count as u64;
-        let cfg = self.grid_for(count);
-        let mut launch = self.stream.launch_builder(&self.support.error_sums);
-        launch.arg(got).arg(want).arg(&count64).arg(&mut sums);
-        // SAFETY: signature matches support.cu.
-        unsafe { launch.launch(cfg) }.map_err(driver_err("computing the error"))?;
+        launch(&mut sums, self.grid_for(count)).map_err(driver_err("computing the error"))?;
         let host = self
             .stream
             .clone_dtoh(&sums)
@@ -378,13 +398,7 @@ impl Gpu {
 
     /// Fill 16-bit elements with NaN (0xFFFF in BF16 and FP16).
     pub fn poison_16(&self, buf: &mut CudaSlice<u16>) -> Result<(), GpuError> {
-        let count = buf.len() as u64;
-        let cfg = self.grid_for(buf.len());
-        let mut launch = self.stream.launch_builder(&self.support.poison_16);
-        launch.arg(buf).arg(&count);
-        // SAFETY: signature matches support.cu.
-        unsafe { launch.launch(cfg) }.map_err(driver_err("poisoning a buffer"))?;
-        Ok(())
+        self.poison_with(&self.support.poison_16, buf)
     }
 
     /// [`Gpu::relative_error`] of 16-bit elements of `dtype`.
@@ -396,26 +410,13 @@ impl Gpu {
         count: usize,
     ) -> Result<f64, GpuError> {
         let kind = kind_16bit(dtype)?;
-        let mut sums = self
-            .stream
-            .alloc_zeros::<f64>(3)
-            .map_err(driver_err("allocating"))?;
         let count64 = count as u64;
-        let cfg = self.grid_for(count);
-        let mut launch = self.stream.launch_builder(&self.support.error_sums_16);
-        launch
-            .arg(got)
-            .arg(want)
-            .arg(&count64)
-            .arg(&kind)
-            .arg(&mut sums);
-        // SAFETY: signature matches support.cu.
-        unsafe { launch.launch(cfg) }.map_err(driver_err("computing the error"))?;
-        let host = self
-            .stream
-            .clone_dtoh(&sums)
-            .map_err(driver_err("reading the error"))?;
-        Ok(relative_error_from_sums(host[0], host[1], host[2]))
+        self.error_from_sums(count, |sums, cfg| {
+            let mut launch = self.stream.launch_builder(&self.support.error_sums_16);
+            launch.arg(got).arg(want).arg(&count64).arg(&kind).arg(sums);
+            // SAFETY: signature matches support.cu.
+            unsafe { launch.launch(cfg) }.map(|_| ())
+        })
     }
 
     /// Row-major C (m×n) = A (m×k, in `layout`) · B (k×n, row-major) with cuBLAS SGEMM,
