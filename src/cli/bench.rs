@@ -1,5 +1,6 @@
-//! `nmtune bench`: time kernels on the GPU beside cuBLAS SGEMM, one line per kernel, nothing
-//! stored. Either one problem (`--m --n --k --nm --l`) with a kernel list or a search
+//! `nmtune bench`: time kernels on the GPU beside cuBLAS (SGEMM, or GemmEx in a BF16 or FP16
+//! problem's type), one line per kernel, nothing stored. Either one problem (`--m --n --k
+//! --nm --l --dtype`) with a kernel list or a search
 //! strategy's candidates, or every problem of a tuning database re-timed with its stored best
 //! kernel (`--db`, optionally only one m), which reproduces the report's speed-ups in one
 //! command.
@@ -10,7 +11,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nmtune::codegen::KernelConfig;
 use nmtune::db::{Database, Measurement, Status};
-use nmtune::problem::{ALayout, Problem};
+use nmtune::problem::{ALayout, Dtype, Problem};
 use nmtune::summary::{speedup_rows, speedup_table};
 use nmtune::tuner::gpu_runner::GpuRunner;
 use nmtune::tuner::measure::TimingPlan;
@@ -28,7 +29,7 @@ pub struct BenchArgs {
     #[arg(long)]
     force: bool,
     /// Re-time the stored best kernel of every problem of this tuning database.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["n", "k", "kernels", "strategy"])]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["n", "k", "kernels", "strategy", "dtype"])]
     db: Option<PathBuf>,
     /// Rows of A (with --db: only problems with this m).
     #[arg(long, value_parser = whole_number)]
@@ -48,6 +49,10 @@ pub struct BenchArgs {
     /// Layout of A: row (m×k row-major) or col (column-major, the paper's).
     #[arg(long, value_name = "LAYOUT", default_value = "row", value_parser = super::tune::parse_a_layout)]
     a_layout: ALayout,
+    /// Element type of A, B' and C: f32, or bf16 and f16 (the tensor-core family, with
+    /// --a-layout col).
+    #[arg(long, value_name = "TYPE", default_value = "f32", value_parser = super::tune::parse_dtype)]
+    dtype: Dtype,
     /// Kernels to time, by name (comma-separated), e.g. nm_spmm_f32_arow4_ms64_ns128_…
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
@@ -158,7 +163,9 @@ fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
         bail!("nmtune bench needs --m, --n and --k (or --db <tuning database>)");
     };
     let nm = super::fields::pattern_arg("--nm", &args.nm)?;
-    let problem = Problem::new(m, n, k, nm, args.l)?.with_layout(args.a_layout)?;
+    let problem = Problem::new(m, n, k, nm, args.l)?
+        .with_layout(args.a_layout)?
+        .with_dtype(args.dtype);
     if args.strategy == Some(StrategyArg::Warm) {
         bail!("--strategy warm times a tuning database's earlier winners again: tune with it (nmtune --shapes FILE --db DB --strategy warm); nmtune bench --db DB re-times the stored best");
     }
