@@ -10,12 +10,13 @@
 use anyhow::{bail, Context};
 use clap::Parser;
 use nmtune::codegen::TcConfig;
-use nmtune::format::tc::{decode, encode, tolerance, TcWeight};
+use nmtune::format::tc::{decode, encode, TcWeight};
 use nmtune::format::{decompress, prune_and_compress, CompressedWeight};
 use nmtune::gpu::Gpu;
 use nmtune::kernels::tc::{TcKernel, TcOperands};
 use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::reference;
+use nmtune::tuner::tc_workload::max_relative_error;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
@@ -115,7 +116,14 @@ fn bench(gpu: &Gpu, problem: &Problem, args: &Args) -> anyhow::Result<()> {
     let b_dense = gpu.upload(&encode(dtype, &decompress(&rounded)))?;
     let mut c_ref = gpu.upload(&vec![0u16; m * n])?;
     let blas_ms = gpu.time_each(3, args.runs, LIMIT, |_| {
-        gpu.gemm_16bit(dtype, &a, &b_dense, &mut c_ref, (m, n, k))
+        gpu.gemm_16bit(
+            dtype,
+            ALayout::ColMajor,
+            &a,
+            &b_dense,
+            &mut c_ref,
+            (m, n, k),
+        )
     })?;
     let blas_us = median(blas_ms);
     let want = decode(dtype, &gpu.stream.clone_dtoh(&c_ref)?);
@@ -144,8 +152,10 @@ fn bench(gpu: &Gpu, problem: &Problem, args: &Args) -> anyhow::Result<()> {
                 image: &image,
                 kept_k: &kept_k,
                 c,
+                workspace: None,
                 m,
                 n,
+                k,
                 w: tc.w,
             };
             kernel.launch(gpu, ops)
@@ -153,10 +163,9 @@ fn bench(gpu: &Gpu, problem: &Problem, args: &Args) -> anyhow::Result<()> {
         launch(&mut c)?;
         gpu.synchronize()?;
         let got = decode(dtype, &gpu.stream.clone_dtoh(&c)?);
-        // Both results are rounded to the type: twice the tolerance of one.
         let error = reference::relative_error(&got, &want);
         let us = median(gpu.time_each(3, args.runs, LIMIT, |_| launch(&mut c))?);
-        let ok = error <= 2.0 * tolerance(dtype);
+        let ok = error <= max_relative_error(dtype);
         println!(
             "  {cfg}: {us:.1} us, speed-up {:.3}, error vs cuBLAS {error:.2e}{}, {} registers",
             blas_us / us,

@@ -422,12 +422,15 @@ fn transpose_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) ->
     if !cfg.a_copy.transposes_a() {
         return 0.0;
     }
-    let (m, k) = (problem.m as f64, problem.k as f64);
-    2.0 * 4.0 * m * k / (TRANSPOSE_BANDWIDTH_FRACTION * gpu.dram_bytes_per_s()) + LAUNCH_OVERHEAD_S
+    let (m, k, element) = (
+        problem.m as f64,
+        problem.k as f64,
+        problem.dtype.bytes() as f64,
+    );
+    2.0 * element * m * k / (TRANSPOSE_BANDWIDTH_FRACTION * gpu.dram_bytes_per_s())
+        + LAUNCH_OVERHEAD_S
 }
 
-/// Compute and memory overlap, but not perfectly near the ridge: a smooth maximum (the
-/// 4-norm) instead of max(), so that a kernel just under one bound still pays for the other.
 /// Dense BF16/FP16 tensor-core FLOP per SM per clock on sm_90 (989 TFLOP/s over 132 SMs at
 /// 1.83 GHz; docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel").
 const TENSOR_FLOP_PER_CLOCK: f64 = 4096.0;
@@ -464,7 +467,9 @@ fn predict_tc(
     let memory_s = MinBytes::of(problem).total() as f64 / gpu.dram_bytes_per_s();
     let stage_global_bytes = 2.0 * (groups * rows * kw + cols * kw);
     Prediction {
-        time_s: overlap(compute_s, memory_s) + LAUNCH_OVERHEAD_S,
+        time_s: overlap(compute_s, memory_s)
+            + transpose_seconds(cfg, problem, gpu)
+            + LAUNCH_OVERHEAD_S,
         compute_s,
         memory_s,
         block_intensity: stage_flop / stage_global_bytes,
@@ -474,6 +479,8 @@ fn predict_tc(
     }
 }
 
+/// Compute and memory overlap, but not perfectly near the ridge: a smooth maximum (the
+/// 4-norm) instead of max(), so that a kernel just under one bound still pays for the other.
 fn overlap(compute_s: f64, memory_s: f64) -> f64 {
     (compute_s.powi(4) + memory_s.powi(4)).powf(0.25)
 }

@@ -6,7 +6,9 @@
 //! must move from DRAM (every operand once) under the DRAM roof, and a ring at the real FLOPs
 //! over the bytes its tiles read from L2 (every k-tile of every block) under the L2 roof the
 //! model assumes. A cross marks the model's predicted rate at the DRAM intensity. The FP32
-//! peak caps both roofs; each problem is drawn in its sparsity's colour.
+//! peak caps both roofs; each problem is drawn in its sparsity's colour. The roofs are the
+//! FP32 families': BF16 and FP16 entries (the tensor-core family, whose peak and tiles are
+//! other) are left out of the plot.
 //!
 //! Text is drawn with an embedded DejaVu Sans Mono (`assets/fonts`), so neither fontconfig nor
 //! freetype is needed.
@@ -16,7 +18,7 @@ use crate::db::{Measurement, Source};
 use crate::format::MinBytes;
 use crate::gpu_profile::GpuProfile;
 use crate::model;
-use crate::problem::{NmPattern, Problem};
+use crate::problem::{Dtype, NmPattern, Problem};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -28,7 +30,9 @@ use thiserror::Error;
 pub enum PlotError {
     #[error("{}: unknown plot format (use a .png or .svg file name)", path.display())]
     UnknownFormat { path: PathBuf },
-    #[error("nothing to plot: no best entry with a time")]
+    #[error(
+        "nothing to plot: no FP32 best entry with a time (the roofline leaves BF16 and FP16 out)"
+    )]
     Empty,
     #[error("cannot draw {}: {detail}", path.display())]
     Draw { path: PathBuf, detail: String },
@@ -73,9 +77,10 @@ pub fn l2_bytes(cfg: &KernelConfig, problem: &Problem) -> f64 {
     4.0 * (n_tiles * m * a_columns + m_tiles * (w * n + w * q) + cfg.split_k as f64 * m * n)
 }
 
-/// Points of every best entry that has a time.
+/// Points of every FP32 best entry that has a time.
 pub fn roofline_points(best: &[Measurement], profile: &GpuProfile) -> Vec<RooflinePoint> {
     best.iter()
+        .filter(|m| m.problem.dtype == Dtype::F32)
         .filter_map(|m| {
             let t = m.median_us.filter(|t| t.is_finite() && *t > 0.0)? * 1e-6;
             let work = m.problem.sparse_flops();

@@ -390,23 +390,23 @@ fn kernel_prints_the_resource_report_or_a_clear_error() {
 fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // (L, n, the file's extra defaults, flags, message): L = 12 is not a multiple of 4; the
-    // tensor-core family, the only one for BF16 and FP16, takes column-major A alone, asked
-    // for in the file or with --dtype.
+    // tensor-core family, the only one for BF16 and FP16, takes whole 128-column blocks,
+    // asked for in the file or with --dtype.
     let cases: [(usize, usize, &str, &[&str], &str); 3] = [
         (12, 4092, "", &[], "such as m256_n4092_k4096_8:32_l12"),
         (
             32,
-            4096,
+            4064,
             ", dtype: bf16",
             &[],
-            "such as m256_n4096_k4096_8:32_l32_bf16: the bf16 tensor-core kernels take column-major A",
+            "such as m256_n4064_k4096_8:32_l32_bf16: m = 256 and n = 4064 must be multiples of 128 and 128",
         ),
         (
             32,
-            4096,
+            4064,
             "",
             &["--dtype", "f32,f16"],
-            "such as m256_n4096_k4096_8:32_l32_f16",
+            "such as m256_n4064_k4096_8:32_l32_f16",
         ),
     ];
     for (i, (l, n, extra, flags, expected)) in cases.into_iter().enumerate() {

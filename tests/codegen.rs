@@ -345,7 +345,8 @@ fn copy_maps_cover_the_tiles() {
                 | ACopy::DirectCol
                 | ACopy::EwDirectRow
                 | ACopy::EwDirectCol
-                | ACopy::Wgmma => unreachable!("not in the FP32 compile set"),
+                | ACopy::Wgmma
+                | ACopy::WgmmaTrans => unreachable!("not in the FP32 compile set"),
             };
             // The A tile holds m_s rows of A's k-tile (`RowK`) or a_rows columns of it.
             let a_elements = if cfg.a_copy.keeps_rows() {

@@ -40,6 +40,17 @@ fn random(len: usize, rng: &mut SmallRng) -> Vec<f32> {
     (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
 }
 
+/// `a` (m×k row-major) column-major.
+fn column_major(a: &[f32], m: usize, k: usize) -> Vec<f32> {
+    let mut out = vec![0f32; m * k];
+    for i in 0..m {
+        for kk in 0..k {
+            out[kk * m + i] = a[i * k + kk];
+        }
+    }
+    out
+}
+
 /// One product on the GPU against the CPU reference; the relative error.
 fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, seed: u64) -> f64 {
     let dtype = problem.dtype;
@@ -50,14 +61,12 @@ fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, seed: u64) -> f64 {
         .unwrap()
         .0;
     let tc = TcWeight::prepare(&weight, dtype, kernel.config.kept_rows).unwrap();
-    // A rounded to the type, row-major for the reference, column-major for the kernel.
+    // A rounded to the type, row-major for the reference, in the kernel's layout for it.
     let a_row = decode(dtype, &encode(dtype, &random(m * k, &mut rng)));
-    let mut a_col = vec![0f32; m * k];
-    for i in 0..m {
-        for kk in 0..k {
-            a_col[kk * m + i] = a_row[i * k + kk];
-        }
-    }
+    let a_kernel = match problem.a_layout {
+        ALayout::RowMajor => a_row.clone(),
+        ALayout::ColMajor => column_major(&a_row, m, k),
+    };
     let rounded = CompressedWeight {
         values: tc.values(),
         ..weight
@@ -65,18 +74,22 @@ fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, seed: u64) -> f64 {
     let mut want = vec![0f32; m * n];
     reference::spmm(&a_row, m, &rounded, 1.0, 0.0, &mut want).unwrap();
 
-    let a = gpu.upload(&encode(dtype, &a_col)).unwrap();
+    let a = gpu.upload(&encode(dtype, &a_kernel)).unwrap();
     let image = gpu.upload(&tc.image).unwrap();
     let kept_k = gpu.upload(&tc.kept_k).unwrap();
     // C starts as NaN bits: every element must be written.
     let mut c = gpu.upload(&vec![0xFFFFu16; m * n]).unwrap();
+    let room = kernel.config.workspace_elements(m, k).max(1);
+    let mut workspace = gpu.upload(&vec![0u16; room]).unwrap();
     let ops = TcOperands {
         a: &a,
         image: &image,
         kept_k: &kept_k,
         c: &mut c,
+        workspace: Some(&mut workspace),
         m,
         n,
+        k,
         w: tc.w,
     };
     kernel.launch(gpu, ops).unwrap();
@@ -103,7 +116,7 @@ fn every_tensor_core_configuration_matches_the_cpu_reference() {
                 let problem = Problem::new(m, 384, 1024, nm, cfg.l)
                     .unwrap()
                     .with_dtype(dtype)
-                    .with_layout(ALayout::ColMajor)
+                    .with_layout(cfg.a_layout)
                     .unwrap();
                 if let Err(e) = cfg.validate_for_problem(&problem, gpu.profile()) {
                     failures.push(format!("{cfg} {nm}: {e}"));
@@ -126,8 +139,8 @@ fn every_tensor_core_configuration_matches_the_cpu_reference() {
 }
 
 /// The runtime's tensor-core layer (`TcLinear`) with the lookup's default kernel (no
-/// database): a BF16 product against the CPU reference on the same rounded inputs, and a
-/// shape off the kernels' grid refused in one line.
+/// database), for each layout of A: a BF16 product against the CPU reference on the same
+/// rounded inputs, and a shape off the kernels' grid refused in one line.
 #[test]
 fn the_runtime_launches_a_bf16_layer_that_matches_the_cpu_reference() {
     let Some(gpu) = hopper_or_skip() else { return };
@@ -143,31 +156,31 @@ fn the_runtime_launches_a_bf16_layer_that_matches_the_cpu_reference() {
         values: decode(dtype, &encode(dtype, &weight.weight().values)),
         ..weight.weight().clone()
     };
-    let mut layer = TcLinear::new(runtime, weight, dtype).unwrap();
     let a_row = decode(dtype, &encode(dtype, &random(m * k, &mut rng)));
-    let mut a_col = vec![0f32; m * k];
-    for i in 0..m {
-        for kk in 0..k {
-            a_col[kk * m + i] = a_row[i * k + kk];
-        }
-    }
     let mut want = vec![0f32; m * n];
     reference::spmm(&a_row, m, &rounded, 1.0, 0.0, &mut want).unwrap();
-    let a = gpu.upload(&encode(dtype, &a_col)).unwrap();
-    let mut c = gpu.upload(&vec![0xFFFFu16; m * n]).unwrap();
-    let choice = layer.forward(&gpu.stream, &a, &mut c, m).unwrap();
-    gpu.synchronize().unwrap();
-    let got = decode(dtype, &gpu.stream.clone_dtoh(&c).unwrap());
-    let err = reference::relative_error(&got, &want);
-    println!("{}: error {err:.3e}", choice.config);
-    assert!(
-        err <= tolerance(dtype),
-        "{}: error {err:.3e}",
-        choice.config
-    );
-    let off_grid = layer
-        .forward(&gpu.stream, &a, &mut c, 100)
-        .unwrap_err()
-        .to_string();
-    assert!(off_grid.contains("multiple"), "{off_grid}");
+    for layout in ALayout::ALL {
+        let mut layer = TcLinear::new(runtime.clone(), weight.clone(), dtype, layout).unwrap();
+        let a_kernel = match layout {
+            ALayout::RowMajor => a_row.clone(),
+            ALayout::ColMajor => column_major(&a_row, m, k),
+        };
+        let a = gpu.upload(&encode(dtype, &a_kernel)).unwrap();
+        let mut c = gpu.upload(&vec![0xFFFFu16; m * n]).unwrap();
+        let choice = layer.forward(&gpu.stream, &a, &mut c, m).unwrap();
+        gpu.synchronize().unwrap();
+        let got = decode(dtype, &gpu.stream.clone_dtoh(&c).unwrap());
+        let err = reference::relative_error(&got, &want);
+        println!("{}: error {err:.3e}", choice.config);
+        assert!(
+            err <= tolerance(dtype),
+            "{}: error {err:.3e}",
+            choice.config
+        );
+        let off_grid = layer
+            .forward(&gpu.stream, &a, &mut c, 100)
+            .unwrap_err()
+            .to_string();
+        assert!(off_grid.contains("multiple"), "{off_grid}");
+    }
 }

@@ -54,6 +54,9 @@ pub enum ACopy {
     /// gathers the kept rows of A per column group with 16-byte `cp.async` copies
     /// ([`super::tc`]).
     Wgmma,
+    /// The tensor-core family on row-major A: a first kernel writes A column-major into the
+    /// workspace, then the `Wgmma` main loop runs on that copy. Its timings include the pass.
+    WgmmaTrans,
 }
 
 /// The kernel templates: which one renders a configuration follows from its A path.
@@ -112,7 +115,7 @@ impl Family {
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 12] = [
+    pub const ALL: [ACopy; 13] = [
         ACopy::Col16,
         ACopy::Row4,
         ACopy::Row16,
@@ -125,6 +128,7 @@ impl ACopy {
         ACopy::EwDirectRow,
         ACopy::EwDirectCol,
         ACopy::Wgmma,
+        ACopy::WgmmaTrans,
     ];
 
     /// The template family a kernel with this path belongs to.
@@ -133,7 +137,7 @@ impl ACopy {
             ACopy::DirectRow | ACopy::DirectCol => Family::Decode,
             ACopy::EwCol | ACopy::EwTrans => Family::Ew,
             ACopy::EwDirectRow | ACopy::EwDirectCol => Family::EwDecode,
-            ACopy::Wgmma => Family::Tc,
+            ACopy::Wgmma | ACopy::WgmmaTrans => Family::Tc,
             _ => Family::Tiled,
         }
     }
@@ -155,14 +159,15 @@ impl ACopy {
             | ACopy::Transposed
             | ACopy::DirectRow
             | ACopy::EwTrans
-            | ACopy::EwDirectRow => ALayout::RowMajor,
+            | ACopy::EwDirectRow
+            | ACopy::WgmmaTrans => ALayout::RowMajor,
         }
     }
 
     /// Whether a transposing pass turns row-major A into a column-major workspace copy
     /// before the main kernel, which then copies its tiles as `Col16` does.
     pub fn transposes_a(&self) -> bool {
-        matches!(self, ACopy::Transposed | ACopy::EwTrans)
+        matches!(self, ACopy::Transposed | ACopy::EwTrans | ACopy::WgmmaTrans)
     }
 
     /// Whether the A tile in shared memory keeps A's rows k-contiguous (`RowK`) instead of
@@ -178,7 +183,8 @@ impl ACopy {
 
     /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`, the decode
     /// family's `drow`, `dcol`, the element-wise family's `ewcol`, `ewtrans`, the
-    /// element-wise decode family's `ewdrow`, `ewdcol`, and the tensor-core family's `wgmma`.
+    /// element-wise decode family's `ewdrow`, `ewdcol`, and the tensor-core family's `wgmma`
+    /// and `wgmmatrans`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
@@ -193,6 +199,7 @@ impl ACopy {
             ACopy::EwDirectRow => "ewdrow",
             ACopy::EwDirectCol => "ewdcol",
             ACopy::Wgmma => "wgmma",
+            ACopy::WgmmaTrans => "wgmmatrans",
         }
     }
 
@@ -213,7 +220,8 @@ impl ACopy {
             | ACopy::EwTrans
             | ACopy::EwDirectRow
             | ACopy::EwDirectCol
-            | ACopy::Wgmma => 0,
+            | ACopy::Wgmma
+            | ACopy::WgmmaTrans => 0,
             ACopy::Row4 => 1,
             ACopy::Row16 => 2,
             ACopy::RowK => 3,
@@ -415,7 +423,10 @@ impl KernelConfig {
     pub fn tensor_core(tc: TcConfig, nm: NmPattern) -> Self {
         let wg = tc.warpgroups as u32;
         Self {
-            a_copy: ACopy::Wgmma,
+            a_copy: match tc.a_layout {
+                ALayout::ColMajor => ACopy::Wgmma,
+                ALayout::RowMajor => ACopy::WgmmaTrans,
+            },
             m_s: tc.block_rows() as u32,
             n_s: TC_BLOCK_COLS as u32,
             k_s: tc.kept_rows as u32,
@@ -448,6 +459,7 @@ impl KernelConfig {
             stages: self.stages as usize,
             min_blocks: self.min_blocks as usize,
             l: self.l as usize,
+            a_layout: self.a_layout(),
         };
         (Self::tensor_core(tc, self.nm) == *self).then_some(tc)
     }
@@ -529,7 +541,7 @@ impl KernelConfig {
             ACopy::Row4 | ACopy::Row16 => self.m_s.saturating_add(4),
             ACopy::RowK => self.k_s.saturating_add(4),
             // The tensor-core family's tiles are described by its own configuration.
-            ACopy::Wgmma => 0,
+            ACopy::Wgmma | ACopy::WgmmaTrans => 0,
         }
     }
 
@@ -603,8 +615,9 @@ impl KernelConfig {
 
     /// Floats of the column-major copy of A at the workspace's start (`Transposed`:
     /// [`transposed_lda`]`(m)`·k).
+    /// (The tensor-core family's copy is 16-bit and its own: `TcConfig::workspace_elements`.)
     pub fn transposed_floats(&self, m: usize, k: usize) -> usize {
-        if self.a_copy.transposes_a() {
+        if self.a_copy.transposes_a() && self.family() != Family::Tc {
             transposed_lda(m) * k
         } else {
             0

@@ -14,8 +14,8 @@
 //! [`KernelSource::name`] and [`KernelSource::reduce_name`], not by `cfg.name()`; the
 //! configuration name (with its `sk` suffix) remains the name used in logs and the database.
 
-use super::{validate, CodegenError, Family, KernelConfig};
-use crate::problem::{NmPattern, Problem};
+use super::{validate, ACopy, CodegenError, Family, KernelConfig};
+use crate::problem::{ALayout, NmPattern, Problem};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 
@@ -60,6 +60,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     // The tensor-core family's (codegen::tc); no FP32 family uses it, so it is in none of
     // their checksums.
     (super::tc::TEMPLATE_NAME, super::tc::TEMPLATE),
+    (
+        TC_TRANSPOSE_TEMPLATE,
+        include_str!("../../templates/transpose_a16.cu.tera"),
+    ),
 ];
 
 /// The templates that shape a family's modules, the entry template first: for the tiled and
@@ -144,13 +148,18 @@ pub fn stream_name(base: &str) -> String {
     format!("{base}_stream")
 }
 
-/// Hex SHA-256 of the templates of `families` (and the stream-K template with
-/// `stream_k`), in [`TEMPLATES`] order (each once).
-fn checksum_of(families: &[Family], stream_k: bool) -> String {
+/// The tensor-core family's transposing pass of row-major A, rendered into the modules of
+/// its row-major configurations only, so that adding it left the column-major rows current.
+pub(super) const TC_TRANSPOSE_TEMPLATE: &str = "transpose_a16.cu.tera";
+
+/// Hex SHA-256 of the templates of `families` and the templates named in `extra` (the
+/// stream-K schedule's, the tensor-core transposing pass), in [`TEMPLATES`] order (each
+/// once).
+fn checksum_of(families: &[Family], extra: &[&str]) -> String {
     let mut hasher = Sha256::new();
     for (name, text) in TEMPLATES {
-        let used = families.iter().any(|f| family_templates(*f).contains(name))
-            || (stream_k && *name == STREAM_K_TEMPLATE);
+        let used =
+            families.iter().any(|f| family_templates(*f).contains(name)) || extra.contains(name);
         if used {
             hasher.update(name.as_bytes());
             hasher.update([0u8]);
@@ -173,8 +182,12 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     static ELEMENT_WISE: OnceLock<String> = OnceLock::new();
     static ELEMENT_WISE_DECODE: OnceLock<String> = OnceLock::new();
     static TENSOR_CORE: OnceLock<String> = OnceLock::new();
+    static TENSOR_CORE_ROW: OnceLock<String> = OnceLock::new();
     let families = Family::serving(problem);
-    let cell = if families.contains(&Family::Tc) {
+    let tc_row = families.contains(&Family::Tc) && problem.a_layout == ALayout::RowMajor;
+    let cell = if tc_row {
+        &TENSOR_CORE_ROW
+    } else if families.contains(&Family::Tc) {
         &TENSOR_CORE
     } else if families.contains(&Family::EwDecode) {
         &ELEMENT_WISE_DECODE
@@ -186,7 +199,14 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
         &LARGE_M
     };
     let stream_k = families.contains(&Family::Tiled) && !problem.is_decode();
-    cell.get_or_init(|| checksum_of(families, stream_k))
+    let extra: &[&str] = if stream_k {
+        &[STREAM_K_TEMPLATE]
+    } else if tc_row {
+        &[TC_TRANSPOSE_TEMPLATE]
+    } else {
+        &[]
+    };
+    cell.get_or_init(|| checksum_of(families, extra))
 }
 
 /// The checksum of one family's templates, written into every module it renders (so that
@@ -204,16 +224,20 @@ pub fn family_checksum(family: Family) -> &'static str {
         Family::EwDecode => &ELEMENT_WISE_DECODE,
         Family::Tc => &TENSOR_CORE,
     };
-    cell.get_or_init(|| checksum_of(&[family], false))
+    cell.get_or_init(|| checksum_of(&[family], &[]))
 }
 
 /// The checksum of the templates that render `cfg`: its family's ([`family_checksum`]), and
-/// the stream-K template for a stream-K configuration. Stored with every measurement, so a
-/// row stays current while the code it timed is still generated.
+/// the stream-K template for a stream-K configuration, the transposing pass for a row-major
+/// tensor-core one. Stored with every measurement, so a row stays current while the code it
+/// timed is still generated.
 pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
+    static TC_TRANSPOSED: OnceLock<String> = OnceLock::new();
     if cfg.stream_k {
-        TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], true))
+        TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TEMPLATE]))
+    } else if cfg.a_copy == ACopy::WgmmaTrans {
+        TC_TRANSPOSED.get_or_init(|| checksum_of(&[Family::Tc], &[TC_TRANSPOSE_TEMPLATE]))
     } else {
         family_checksum(cfg.family())
     }

@@ -19,6 +19,10 @@
 //! dynamic shared memory = smem_bytes(w) (opt in above 48 KiB).
 //! ```
 //! `T` is the configuration's element type (`unsigned short` holding BF16 or FP16 bits).
+//! A row-major configuration's module also defines
+//! `<name>_transpose(const T* A, T* At, int m, int k)` (`templates/transpose_a16.cu.tera`,
+//! grid (ceil(k/64), ceil(m/64)), 256 threads), which writes row-major A column-major into
+//! the workspace `At` (m·k elements) that the main kernel then reads as its A.
 //! The design: docs/design.md "Tensor cores: the kernel family".
 
 use super::CodegenError;
@@ -46,6 +50,15 @@ pub const TC_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
 /// Dynamic shared memory a block may opt into on every sm_90 GPU (H100, H200, GH200).
 pub const TC_SMEM_OPTIN: usize = 227 * 1024;
 
+/// The transposing pass of row-major A reads pairs of elements: k must be even.
+pub const TC_TRANSPOSE_K_MULTIPLE: usize = 2;
+
+/// The transposing pass's tiles: this many rows by this many columns of A a block.
+pub const TC_TRANSPOSE_TILE: usize = 64;
+
+/// Threads of a block of the transposing pass.
+pub const TC_TRANSPOSE_THREADS: usize = 256;
+
 /// Registers a thread needs beside its accumulators: ptxas needs some 30 (the 128-column
 /// kernels at 64 registers a thread did not compile).
 pub const TC_REGISTER_OVERHEAD: usize = 32;
@@ -65,6 +78,10 @@ pub struct TcConfig {
     pub min_blocks: usize,
     /// Columns of a group (vector length L): 32, 64 or 128.
     pub l: usize,
+    /// The layout of A the kernel takes. Row-major A goes through a first kernel that
+    /// writes it column-major into a workspace ([`TcConfig::transposes_a`]); the main loop
+    /// then reads that copy.
+    pub a_layout: ALayout,
 }
 
 impl TcConfig {
@@ -95,12 +112,34 @@ impl TcConfig {
         self.ring_bytes() + 16 * self.stages + 2 * self.groups() * w
     }
 
-    /// The name the kernel and the database know it by.
+    /// The name the kernel and the database know it by (`_arow` at the end for row-major A).
     pub fn name(&self) -> String {
         format!(
-            "tc_{}_wg{}_kw{}_st{}_mb{}_l{}",
-            self.dtype, self.warpgroups, self.kept_rows, self.stages, self.min_blocks, self.l
+            "tc_{}_wg{}_kw{}_st{}_mb{}_l{}{}",
+            self.dtype,
+            self.warpgroups,
+            self.kept_rows,
+            self.stages,
+            self.min_blocks,
+            self.l,
+            if self.transposes_a() { "_arow" } else { "" }
         )
+    }
+
+    /// Whether a launch first writes row-major A column-major into its workspace (the
+    /// module's `<name>_transpose` kernel), one pass over A at memory bandwidth.
+    pub fn transposes_a(&self) -> bool {
+        self.a_layout == ALayout::RowMajor
+    }
+
+    /// Elements of workspace a launch on an m×k A needs: the column-major copy of row-major
+    /// A, none for column-major A.
+    pub fn workspace_elements(&self, m: usize, k: usize) -> usize {
+        if self.transposes_a() {
+            m * k
+        } else {
+            0
+        }
     }
 
     /// The rules every configuration obeys, whatever the problem.
@@ -194,10 +233,16 @@ impl TcConfig {
                 self.dtype, problem.dtype
             ));
         }
-        if problem.a_layout != ALayout::ColMajor {
+        if problem.a_layout != self.a_layout {
             return Err(format!(
-                "the {} tensor-core kernels take column-major A",
-                self.dtype
+                "built for {}-major A, the problem's A is {}-major",
+                self.a_layout, problem.a_layout
+            ));
+        }
+        if self.transposes_a() && k % TC_TRANSPOSE_K_MULTIPLE != 0 {
+            return Err(format!(
+                "the transposing pass reads rows of A {TC_TRANSPOSE_K_MULTIPLE} elements at a \
+                 time: k = {k} must be a multiple of {TC_TRANSPOSE_K_MULTIPLE}"
             ));
         }
         if problem.l != self.l {
@@ -239,24 +284,27 @@ impl TcConfig {
     }
 
     /// The configurations the search tries for `dtype`: every structurally valid point of
-    /// the grid (the problem's rules prune it further).
+    /// the grid, for each layout of A (the problem's rules prune it further).
     pub fn search_space(dtype: Dtype) -> Vec<TcConfig> {
         let mut out = Vec::new();
-        for l in [32, 64, 128] {
-            for warpgroups in [2, 4] {
-                for kept_rows in [32, 64] {
-                    for stages in 3..=6 {
-                        for min_blocks in [1, 2] {
-                            let cfg = TcConfig {
-                                dtype,
-                                warpgroups,
-                                kept_rows,
-                                stages,
-                                min_blocks,
-                                l,
-                            };
-                            if cfg.validate_structure().is_ok() && cfg.fits_blocks_per_sm() {
-                                out.push(cfg);
+        for a_layout in ALayout::ALL {
+            for l in [32, 64, 128] {
+                for warpgroups in [2, 4] {
+                    for kept_rows in [32, 64] {
+                        for stages in 3..=6 {
+                            for min_blocks in [1, 2] {
+                                let cfg = TcConfig {
+                                    dtype,
+                                    warpgroups,
+                                    kept_rows,
+                                    stages,
+                                    min_blocks,
+                                    l,
+                                    a_layout,
+                                };
+                                if cfg.validate_structure().is_ok() && cfg.fits_blocks_per_sm() {
+                                    out.push(cfg);
+                                }
                             }
                         }
                     }
@@ -296,9 +344,17 @@ pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("l", &cfg.l);
     ctx.insert("acc_regs", &(cfg.l / 2));
-    let source = super::render::parsed_templates()?
-        .render(TEMPLATE_NAME, &ctx)
-        .map_err(|e| CodegenError::Template(e.to_string()))?;
+    ctx.insert("transpose_tile", &TC_TRANSPOSE_TILE);
+    ctx.insert("transpose_threads", &TC_TRANSPOSE_THREADS);
+    let tera = super::render::parsed_templates()?;
+    let render = |template: &str| {
+        tera.render(template, &ctx)
+            .map_err(|e| CodegenError::Template(e.to_string()))
+    };
+    let mut source = render(TEMPLATE_NAME)?;
+    if cfg.transposes_a() {
+        source.push_str(&render(super::render::TC_TRANSPOSE_TEMPLATE)?);
+    }
     Ok(super::KernelSource {
         name,
         reduce_name: None,
@@ -319,6 +375,7 @@ mod tests {
             stages: 4,
             min_blocks: 1,
             l: 128,
+            a_layout: ALayout::ColMajor,
         }
     }
 
@@ -398,11 +455,53 @@ mod tests {
             .collect();
         assert!(!runnable.is_empty());
         assert!(runnable.iter().all(|kc| kc.k_s == 32));
-        assert!(enumerate::space_for(nm, 128, ALayout::RowMajor, Dtype::Bf16, &h200).is_empty());
+        let row = enumerate::space_for(nm, 128, ALayout::RowMajor, Dtype::Bf16, &h200);
+        assert_eq!(
+            row.len(),
+            space.len(),
+            "every configuration for each layout"
+        );
+        assert!(row
+            .iter()
+            .all(|kc| kc.a_copy == crate::codegen::ACopy::WgmmaTrans));
         assert!(
             enumerate::space_for(nm, 128, ALayout::ColMajor, Dtype::F32, &h200)
                 .iter()
                 .all(|kc| kc.dtype == Dtype::F32 && kc.family() != Family::Tc)
+        );
+    }
+
+    #[test]
+    fn a_row_major_configuration_adds_its_transposing_pass() {
+        let row = TcConfig {
+            a_layout: ALayout::RowMajor,
+            ..cfg()
+        };
+        let src = render_tc(&row).unwrap();
+        assert_eq!(src.name, "tc_bf16_wg4_kw64_st4_mb1_l128_arow");
+        assert!(src
+            .source
+            .contains("tc_bf16_wg4_kw64_st4_mb1_l128_arow_transpose("));
+        assert!(!render_tc(&cfg()).unwrap().source.contains("_transpose("));
+        assert_eq!(
+            (
+                row.workspace_elements(256, 1024),
+                cfg().workspace_elements(256, 1024)
+            ),
+            (256 * 1024, 0)
+        );
+        let kc = crate::codegen::KernelConfig::tensor_core(row, NmPattern { n: 8, m: 32 });
+        assert_eq!(kc.a_layout(), ALayout::RowMajor);
+        assert_eq!(kc.as_tc(), Some(row));
+        // Adding the pass left the column-major kernels' checksum as it was.
+        let col = crate::codegen::KernelConfig::tensor_core(cfg(), NmPattern { n: 8, m: 32 });
+        assert_eq!(
+            crate::codegen::kernel_checksum(&col),
+            crate::codegen::family_checksum(crate::codegen::Family::Tc)
+        );
+        assert_ne!(
+            crate::codegen::kernel_checksum(&kc),
+            crate::codegen::kernel_checksum(&col)
         );
     }
 
@@ -434,7 +533,7 @@ mod tests {
         cfg().validate_for_problem(&problem, &gpu).unwrap();
         let reason = |p: &Problem| cfg().validate_for_problem(p, &gpu).unwrap_err().to_string();
         assert!(reason(&problem.with_layout(ALayout::RowMajor).unwrap())
-            .contains("take column-major A"));
+            .contains("built for col-major A"));
         assert!(reason(&problem.with_dtype(Dtype::F16)).contains("built for bf16"));
         let ragged = Problem::new(4000, 4096, 4096, NmPattern { n: 16, m: 32 }, 128)
             .unwrap()

@@ -354,7 +354,8 @@ impl CopyMaps {
             | ACopy::DirectCol
             | ACopy::EwDirectRow
             | ACopy::EwDirectCol
-            | ACopy::Wgmma => 0,
+            | ACopy::Wgmma
+            | ACopy::WgmmaTrans => 0,
             ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => {
                 let per_column = (cfg.m_s / 4).max(1);
                 let along = gcd(per_column, threads);
@@ -494,7 +495,8 @@ fn copy_rules(cfg: &KernelConfig) -> Rule {
         | ACopy::EwTrans
         | ACopy::EwDirectRow
         | ACopy::EwDirectCol
-        | ACopy::Wgmma => Ok(()),
+        | ACopy::Wgmma
+        | ACopy::WgmmaTrans => Ok(()),
         ACopy::Row16 | ACopy::RowK => {
             rule(!cfg.packing, || {
                 format!("the {path} path copies whole k_s windows 16 bytes of a row at a time; packing gathers columns one by one (use arow4)")

@@ -455,12 +455,13 @@ impl Gpu {
         })
     }
 
-    /// Row-major C (m×n) = A (m×k, column-major) · B (k×n, row-major), all three in `dtype`
+    /// Row-major C (m×n) = A (m×k, in `layout`) · B (k×n, row-major), all three in `dtype`
     /// (BF16 or FP16 bits), with cuBLAS `cublasGemmEx`, FP32 compute, tensor cores allowed:
     /// the baseline of the tensor-core family.
     pub fn gemm_16bit(
         &self,
         dtype: Dtype,
+        layout: ALayout,
         a: &CudaSlice<u16>,
         b: &CudaSlice<u16>,
         c: &mut CudaSlice<u16>,
@@ -482,13 +483,18 @@ impl Gpu {
         let (b_ptr, _b_use) = b.device_ptr(&self.stream);
         let (c_ptr, _c_use) = c.device_ptr_mut(&self.stream);
         // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B first (n×k column-major, leading
-        // dimension n), then column-major A transposed (leading dimension m).
+        // dimension n), then Aᵀ: row-major A is column-major Aᵀ as it lies (leading dimension
+        // k), column-major A is transposed (leading dimension m).
+        let (a_op, lda) = match layout {
+            ALayout::RowMajor => (blas_sys::cublasOperation_t::CUBLAS_OP_N, k),
+            ALayout::ColMajor => (blas_sys::cublasOperation_t::CUBLAS_OP_T, m),
+        };
         // SAFETY: the caller's buffers hold k×n, m×k and m×n elements of `dtype`.
         unsafe {
             cudarc::cublas::result::gemm_ex(
                 *self.blas.handle(),
                 blas_sys::cublasOperation_t::CUBLAS_OP_N,
-                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                a_op,
                 n as i32,
                 m as i32,
                 k as i32,
@@ -498,7 +504,7 @@ impl Gpu {
                 n as i32,
                 a_ptr as *const _,
                 kind,
-                m as i32,
+                lda as i32,
                 (&beta) as *const f32 as *const _,
                 c_ptr as *mut _,
                 kind,

@@ -201,6 +201,7 @@ fn tc_config(
         stages,
         min_blocks: 1,
         l: problem.l,
+        a_layout: problem.a_layout,
     };
     KernelConfig::tensor_core(tc, problem.nm)
 }

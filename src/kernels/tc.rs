@@ -2,7 +2,9 @@
 
 use super::loaded::opt_into_smem;
 use crate::codegen::nvrtc::{compile_cached, CompiledKernel};
-use crate::codegen::tc::{TC_ARCH, TC_BLOCK_COLS, TC_SMEM_OPTIN};
+use crate::codegen::tc::{
+    TC_ARCH, TC_BLOCK_COLS, TC_SMEM_OPTIN, TC_TRANSPOSE_THREADS, TC_TRANSPOSE_TILE,
+};
 use crate::codegen::{render_tc, KernelSource, TcConfig};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
@@ -19,18 +21,25 @@ pub struct TcKernel {
     /// Registers a thread, from ptxas's report.
     pub registers: Option<u32>,
     function: CudaFunction,
+    /// A row-major configuration's first pass (`<name>_transpose`).
+    transpose: Option<CudaFunction>,
     _module: Arc<CudaModule>,
 }
 
-/// The device operands of one product: A column-major, the weight's image and kept-row
-/// table (format::tc::TcWeight), C row-major, all 16-bit elements of the kernel's type.
+/// The device operands of one product: A in the configuration's layout, the weight's image
+/// and kept-row table (format::tc::TcWeight), C row-major, all 16-bit elements of the
+/// kernel's type.
 pub struct TcOperands<'a> {
     pub a: &'a CudaSlice<u16>,
     pub image: &'a CudaSlice<u16>,
     pub kept_k: &'a CudaSlice<u16>,
     pub c: &'a mut CudaSlice<u16>,
+    /// Room for the column-major copy of row-major A (`TcConfig::workspace_elements`);
+    /// `None` for column-major A.
+    pub workspace: Option<&'a mut CudaSlice<u16>>,
     pub m: usize,
     pub n: usize,
+    pub k: usize,
     /// Kept rows of B'.
     pub w: usize,
 }
@@ -59,10 +68,21 @@ impl TcKernel {
         // Opted into all a launch may ask for (the problem's kept-row table comes on top of
         // the ring), once: a launch then needs no attribute call, from any thread.
         opt_into_smem(&function, &source.name, TC_SMEM_OPTIN as u32)?;
+        let transpose = match config.transposes_a() {
+            true => {
+                let symbol = format!("{}_transpose", source.name);
+                let f = module
+                    .load_function(&symbol)
+                    .map_err(driver_err(format!("loading {symbol}")))?;
+                Some(f)
+            }
+            false => None,
+        };
         Ok(Self {
             config,
             registers: compiled.registers,
             function,
+            transpose,
             _module: module,
         })
     }
@@ -73,8 +93,25 @@ impl TcKernel {
         self.launch_on(&gpu.stream, ops)
     }
 
-    /// [`TcKernel::launch`] on any stream of the context the kernel was loaded into.
+    /// [`TcKernel::launch`] on any stream of the context the kernel was loaded into. A
+    /// row-major configuration first writes A column-major into the workspace.
     pub fn launch_on(&self, stream: &Arc<CudaStream>, ops: TcOperands<'_>) -> Result<(), GpuError> {
+        let a = match (&self.transpose, ops.workspace) {
+            (None, _) => ops.a,
+            (Some(transpose), Some(copy)) if copy.len() >= ops.m * ops.k => {
+                self.launch_transpose(stream, transpose, ops.a, copy, (ops.m, ops.k))?;
+                &*copy
+            }
+            (Some(_), _) => {
+                return Err(GpuError::Driver {
+                    what: format!("launching {}", self.config.name()),
+                    detail: format!(
+                        "row-major A needs a workspace of m·k = {} elements",
+                        ops.m * ops.k
+                    ),
+                })
+            }
+        };
         let smem = self.config.smem_bytes(ops.w) as u32;
         let grid = LaunchConfig {
             grid_dim: (
@@ -88,7 +125,7 @@ impl TcKernel {
         let (m, n, w) = (ops.m as i32, ops.n as i32, ops.w as i32);
         let mut launch = stream.launch_builder(&self.function);
         launch
-            .arg(ops.a)
+            .arg(a)
             .arg(ops.image)
             .arg(ops.kept_k)
             .arg(ops.c)
@@ -99,5 +136,36 @@ impl TcKernel {
         unsafe { launch.launch(grid) }
             .map(|_| ())
             .map_err(driver_err(format!("launching {}", self.config.name())))
+    }
+
+    /// Row-major `a` (m×k) into `copy`, column-major.
+    fn launch_transpose(
+        &self,
+        stream: &Arc<CudaStream>,
+        transpose: &CudaFunction,
+        a: &CudaSlice<u16>,
+        copy: &mut CudaSlice<u16>,
+        (m, k): (usize, usize),
+    ) -> Result<(), GpuError> {
+        let grid = LaunchConfig {
+            grid_dim: (
+                k.div_ceil(TC_TRANSPOSE_TILE) as u32,
+                m.div_ceil(TC_TRANSPOSE_TILE) as u32,
+                1,
+            ),
+            block_dim: (TC_TRANSPOSE_THREADS as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (m32, k32) = (m as i32, k as i32);
+        let mut launch = stream.launch_builder(transpose);
+        launch.arg(a).arg(copy).arg(&m32).arg(&k32);
+        // SAFETY: (const T* A, T* At, int m, int k) as templates/transpose_a16.cu.tera has it;
+        // `a` and `copy` hold m·k elements.
+        unsafe { launch.launch(grid) }
+            .map(|_| ())
+            .map_err(driver_err(format!(
+                "launching {}'s transpose",
+                self.config.name()
+            )))
     }
 }

@@ -13,9 +13,11 @@ use std::sync::Arc;
 /// A prepared weight in BF16 or FP16 on the device: `C = A ⊗ (B', D)` for any m the
 /// tensor-core family can run, with the kernel the [`super::Lookup`] picks for that m.
 ///
-/// A (m×k, column-major: element (i, j) at `j·m + i`) and C (m×n, row-major) are the
+/// A (m×k in the layout the layer was made for: row-major, element (i, j) at `i·k + j`, as
+/// PyTorch holds activations, or column-major, at `j·m + i`) and C (m×n, row-major) are the
 /// caller's buffers of 16-bit elements of the layer's type (as `u16` bits), on the caller's
-/// stream; the products sum in FP32 and C is rounded to the type once. B' is rounded to the
+/// stream; the products sum in FP32 and C is rounded to the type once. For row-major A the
+/// kernel's first pass writes A column-major into the layer's workspace (grown on first need). B' is rounded to the
 /// type when the layer is made. The kernels write C whole (no alpha, no beta). Their tiles
 /// ask m to be a multiple of 128 (or 256), n of 128 and k·N/M of 32: a shape off that grid is
 /// an error naming the rule, never a silent fallback.
@@ -27,16 +29,21 @@ pub struct TcLinear {
     runtime: Arc<Runtime>,
     weight: PreparedWeight,
     dtype: Dtype,
+    layout: ALayout,
     /// Per kept rows a stage: the image of B' and the kept-row table.
     images: HashMap<usize, (CudaSlice<u16>, CudaSlice<u16>)>,
+    /// Row-major A's column-major copy.
+    workspace: Option<CudaSlice<u16>>,
 }
 
 impl TcLinear {
-    /// A layer of `weight` in `dtype` (bf16 or f16). Nothing is uploaded yet.
+    /// A layer of `weight` in `dtype` (bf16 or f16) taking A in `layout`. Nothing is
+    /// uploaded yet.
     pub fn new(
         runtime: Arc<Runtime>,
         weight: PreparedWeight,
         dtype: Dtype,
+        layout: ALayout,
     ) -> Result<Self, RuntimeError> {
         if dtype == Dtype::F32 {
             return Err(RuntimeError::Unsupported {
@@ -48,7 +55,9 @@ impl TcLinear {
             runtime,
             weight,
             dtype,
+            layout,
             images: HashMap::new(),
+            workspace: None,
         })
     }
 
@@ -60,9 +69,14 @@ impl TcLinear {
         self.dtype
     }
 
-    /// The problem of `m` rows of A times the weight, in the layer's type.
+    /// The layout of A this layer takes.
+    pub fn layout(&self) -> ALayout {
+        self.layout
+    }
+
+    /// The problem of `m` rows of A times the weight, in the layer's type and layout.
     pub fn problem(&self, m: usize) -> Result<Problem, RuntimeError> {
-        let problem = self.weight.problem(m)?.with_layout(ALayout::ColMajor)?;
+        let problem = self.weight.problem(m)?.with_layout(self.layout)?;
         Ok(problem.with_dtype(self.dtype))
     }
 
@@ -84,27 +98,31 @@ impl TcLinear {
         let problem = self.problem(m)?;
         self.check_operands(stream, a, c, &problem)?;
         let kernel = self.runtime.tc_kernel(&choice.config)?;
-        let (image, kept_k) = self.image(stream, kernel.config.kept_rows)?;
+        self.ensure_workspace(stream, kernel.config.workspace_elements(m, problem.k))?;
+        self.prepare_image(stream, kernel.config.kept_rows)?;
+        let (image, kept_k) = &self.images[&kernel.config.kept_rows];
         let ops = TcOperands {
             a,
             image,
             kept_k,
             c,
+            workspace: self.workspace.as_mut(),
             m,
             n: problem.n,
+            k: problem.k,
             w: problem.w(),
         };
         kernel.launch_on(stream, ops)?;
         Ok(choice)
     }
 
-    /// The image and kept-row table for stages of `kept_rows`, prepared and uploaded (on
-    /// `stream`, waited for) on first need.
-    fn image(
+    /// Prepare and upload (on `stream`, waited for) the image and kept-row table for stages
+    /// of `kept_rows` unless they exist.
+    fn prepare_image(
         &mut self,
         stream: &Arc<CudaStream>,
         kept_rows: usize,
-    ) -> Result<&(CudaSlice<u16>, CudaSlice<u16>), RuntimeError> {
+    ) -> Result<(), RuntimeError> {
         if !self.images.contains_key(&kept_rows) {
             let tc = TcWeight::prepare(self.weight.weight(), self.dtype, kept_rows)?;
             let image = upload_on(stream, &tc.image)?;
@@ -114,7 +132,31 @@ impl TcLinear {
                 .map_err(driver_err("uploading the weight's image"))?;
             self.images.insert(kept_rows, (image, kept_k));
         }
-        Ok(&self.images[&kept_rows])
+        Ok(())
+    }
+
+    /// Grow the workspace to `elements` (allocated on `stream`) unless it holds as many. An
+    /// older, smaller one may still be in use by launches on other streams: the context
+    /// finishes them first.
+    fn ensure_workspace(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        elements: usize,
+    ) -> Result<(), RuntimeError> {
+        let held = self.workspace.as_ref().map_or(0, |w| w.len());
+        if elements == 0 || held >= elements {
+            return Ok(());
+        }
+        stream
+            .context()
+            .synchronize()
+            .map_err(driver_err("waiting before growing the workspace"))?;
+        self.workspace = Some(
+            stream
+                .alloc_zeros::<u16>(elements)
+                .map_err(driver_err("allocating the workspace"))?,
+        );
+        Ok(())
     }
 
     /// Same context everywhere, and A and C large enough for the problem.
@@ -136,7 +178,11 @@ impl TcLinear {
         };
         let (m, n, k) = (problem.m, problem.n, problem.k);
         if a.len() < m * k {
-            return Err(too_small("matrix A (m×k, column-major)", a.len(), m * k));
+            let what = match self.layout {
+                ALayout::RowMajor => "matrix A (m×k, row-major)",
+                ALayout::ColMajor => "matrix A (m×k, column-major)",
+            };
+            return Err(too_small(what, a.len(), m * k));
         }
         if c.len() < m * n {
             return Err(too_small("matrix C (m×n)", c.len(), m * n));

@@ -12,7 +12,7 @@ use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
 use crate::kernels::tc::{TcKernel, TcOperands};
 use crate::kernels::OperandError;
-use crate::problem::{Dtype, Problem};
+use crate::problem::{ALayout, Dtype, Problem};
 use cudarc::driver::CudaSlice;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -85,6 +85,8 @@ pub struct TcBench<'w> {
     a_sets: Vec<CudaSlice<u16>>,
     c_sets: Vec<CudaSlice<u16>>,
     reference: CudaSlice<u16>,
+    /// Row-major A's column-major copy, made by the candidate's first pass (timed with it).
+    workspace: Option<CudaSlice<u16>>,
 }
 
 impl<'w> TcBench<'w> {
@@ -112,16 +114,22 @@ impl<'w> TcBench<'w> {
             a_sets.push(a);
             c_sets.push(alloc(c_len)?);
         }
+        let workspace = match problem.a_layout {
+            ALayout::RowMajor => Some(alloc(a_len)?),
+            ALayout::ColMajor => None,
+        };
         let mut bench = Self {
             problem,
             weight,
             a_sets,
             c_sets,
             reference: alloc(c_len)?,
+            workspace,
         };
         let shape = bench.shape();
         gpu.gemm_16bit(
             problem.dtype,
+            problem.a_layout,
             &bench.a_sets[0],
             &bench.weight.dense,
             &mut bench.reference,
@@ -137,6 +145,7 @@ impl<'w> TcBench<'w> {
     /// Time cuBLAS in the problem's type on the dense weight, rotating inputs.
     pub fn time_cublas(&mut self, gpu: &Gpu, plan: TimingPlan) -> Result<Timing, GpuError> {
         let (shape, dtype, sets) = (self.shape(), self.problem.dtype, self.a_sets.len());
+        let layout = self.problem.a_layout;
         let (a_sets, c_sets, dense) = (&self.a_sets, &mut self.c_sets, &self.weight.dense);
         let times = time_launches(
             gpu,
@@ -148,6 +157,7 @@ impl<'w> TcBench<'w> {
             |i| {
                 gpu.gemm_16bit(
                     dtype,
+                    layout,
                     &a_sets[i % sets],
                     dense,
                     &mut c_sets[i % sets],
@@ -200,7 +210,7 @@ impl<'w> TcBench<'w> {
     /// Launch on activation set `i % sets`.
     fn launch(&mut self, gpu: &Gpu, kernel: &TcKernel, i: usize) -> Result<(), GpuError> {
         let set = i % self.a_sets.len();
-        let (m, n) = (self.problem.m, self.problem.n);
+        let (m, n, k) = (self.problem.m, self.problem.n, self.problem.k);
         let w = self.weight.w();
         let (image, kept_k) = self
             .weight
@@ -214,8 +224,10 @@ impl<'w> TcBench<'w> {
             image,
             kept_k,
             c: &mut self.c_sets[set],
+            workspace: self.workspace.as_mut(),
             m,
             n,
+            k,
             w,
         };
         kernel.launch(gpu, ops)
