@@ -6,7 +6,6 @@
 
 use super::measure::{judge_and_time, time_launches, Outcome, Timing, TimingPlan};
 use super::workload::{random_weight, rotation_sets, DeviceWeight};
-use crate::codegen::TcConfig;
 use crate::format::tc::{decode, encode, tolerance, TcWeight};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
@@ -232,11 +231,4 @@ impl<'w> TcBench<'w> {
         };
         kernel.launch(gpu, ops)
     }
-}
-
-/// The tensor-core configuration a tuned configuration spells, or why it is not one.
-pub fn tc_config_of(config: &crate::codegen::KernelConfig) -> Result<TcConfig, String> {
-    config
-        .as_tc()
-        .ok_or_else(|| format!("{config} is not a tensor-core configuration"))
 }
