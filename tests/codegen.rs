@@ -390,8 +390,11 @@ fn search_space_is_valid_unique_and_named_uniquely() {
                 "{stages} stages missing"
             );
         }
-        // (The element-wise families run L = 1 only: tests/element_wise.rs.)
-        for a_copy in ACopy::for_layout(layout).filter(|c| !c.family().reads_byte_indices()) {
+        // (The element-wise families run L = 1 only: tests/element_wise.rs; the tensor-core
+        // family BF16 and FP16 only: src/codegen/tc.rs.)
+        let fp32_vector_wise =
+            |c: &ACopy| !c.family().reads_byte_indices() && c.family() != Family::Tc;
+        for a_copy in ACopy::for_layout(layout).filter(fp32_vector_wise) {
             assert!(
                 space.iter().any(|c| c.a_copy == a_copy),
                 "{a_copy:?} missing"

@@ -87,29 +87,35 @@ pub struct TcConfig {
 impl TcConfig {
     /// Rows of C a block computes.
     pub fn block_rows(&self) -> usize {
-        TC_WARPGROUP_ROWS as usize * self.warpgroups
+        (TC_WARPGROUP_ROWS as usize).saturating_mul(self.warpgroups)
     }
 
     pub fn threads(&self) -> usize {
-        32 * TC_WARPS_PER_WARPGROUP as usize * self.warpgroups
+        (32 * TC_WARPS_PER_WARPGROUP as usize).saturating_mul(self.warpgroups)
     }
 
     /// Column groups a block.
     pub fn groups(&self) -> usize {
-        TC_BLOCK_COLS / self.l
+        // (`max(1)`: sizes are asked for before the rules have bounded the fields.)
+        TC_BLOCK_COLS / self.l.max(1)
     }
 
     /// Bytes of the ring: each stage holds one A tile per group and the B' tile.
+    /// (Saturating, as [`TcConfig::smem_bytes`]: fields outside the rules must not overflow.)
     pub fn ring_bytes(&self) -> usize {
-        let elements =
-            self.groups() * self.block_rows() * self.kept_rows + TC_BLOCK_COLS * self.kept_rows;
-        self.stages * elements * 2
+        let a = self.groups().saturating_mul(self.block_rows());
+        let elements = a
+            .saturating_add(TC_BLOCK_COLS)
+            .saturating_mul(self.kept_rows);
+        self.stages.saturating_mul(elements).saturating_mul(2)
     }
 
     /// Dynamic shared memory for a problem with `w` kept rows: the ring, its two mbarriers
     /// a stage, and the block's kept-row table (u16).
     pub fn smem_bytes(&self, w: usize) -> usize {
-        self.ring_bytes() + 16 * self.stages + 2 * self.groups() * w
+        self.ring_bytes()
+            .saturating_add(self.stages.saturating_mul(16))
+            .saturating_add(self.groups().saturating_mul(w).saturating_mul(2))
     }
 
     /// The name the kernel and the database know it by (`_arow` at the end for row-major A).
