@@ -431,15 +431,15 @@ fn transpose_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) ->
         + LAUNCH_OVERHEAD_S
 }
 
-/// Dense BF16/FP16 tensor-core FLOP per SM per clock on sm_90 (989 TFLOP/s over 132 SMs at
-/// 1.83 GHz; docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel").
+/// Dense BF16/FP16 tensor-core FLOP per SM per clock on sm_90: 989 TFLOP/s over 132 SMs at
+/// 1.83 GHz (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)").
 const TENSOR_FLOP_PER_CLOCK: f64 = 4096.0;
 
 /// The tensor-core family: per ring stage a block does 2·rows·KW·128 FLOP on the tensor
 /// cores and moves through shared memory the gathered A (written by the copies, read by
 /// `wgmma` once per group), B' (written once, read once per warpgroup); a stage costs the
 /// larger of the two at [`TENSOR_FLOP_PER_CLOCK`] and [`SHARED_BYTES_PER_CLOCK`], and an
-/// SM's resident blocks share both (docs/design.md "L = 32 is bound by shared memory").
+/// SM's resident blocks share both (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)", its paragraph "L = 32 is bound by shared memory").
 /// Memory: every operand once from DRAM ([`MinBytes`]).
 fn predict_tc(
     cfg: &KernelConfig,

@@ -225,8 +225,8 @@ named_values!(ALayout, BadLayout);
 /// The element type of A, B' and C (products accumulate in FP32 whatever it is). Part of the
 /// problem key: a kernel is compiled for one type, and every entry's baseline is cuBLAS in the
 /// same type. `f32` runs on the CUDA cores (the FP32 families); `bf16` and `f16` are for the
-/// tensor-core family (`codegen::tc`). Its design: docs/design.md "Tensor cores: the kernel
-/// family".
+/// tensor-core family (`codegen::tc`). Its design:
+/// docs/design.md "Tensor cores: the kernel family".
 #[derive(
     Debug,
     Clone,
