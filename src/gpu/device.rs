@@ -83,9 +83,11 @@ pub fn driver_present() -> bool {
 /// The support kernels' CUDA source (`support.cu`), compiled for the device when it is opened.
 pub const SUPPORT_SOURCE: &str = include_str!("support.cu");
 
-/// Clock cycles a burst waits behind (about 1 ms at 2 GHz): long enough for the host to
-/// queue a burst of tens of launches.
-pub const BURST_HEAD_START_CYCLES: i64 = 2_000_000;
+/// Clock cycles every timed series waits behind (about 1 ms at 2 GHz): long enough for the
+/// host to queue tens of launches and their events, so that the GPU runs them back to back
+/// at its own pace. Without it a 10 µs product timed on its own measures the host too: the
+/// gap while cuBLAS's host side or a second kernel of the same launch is being queued.
+pub const HEAD_START_CYCLES: i64 = 2_000_000;
 
 /// Kernels of `support.cu`, compiled for the device at open time.
 struct SupportKernels {
@@ -520,7 +522,8 @@ impl Gpu {
     }
 
     /// Time `runs` back-to-back calls of `launch` with CUDA events (timing enabled), after
-    /// `warmup` untimed calls. Returns each call's milliseconds.
+    /// `warmup` untimed calls, all queued behind a spin kernel of [`HEAD_START_CYCLES`].
+    /// Returns each call's milliseconds.
     /// Gives up with `TimedOut` when the launches are not done after `limit`.
     pub fn time_each(
         &self,
@@ -532,6 +535,7 @@ impl Gpu {
         for i in 0..warmup {
             launch(i)?;
         }
+        self.spin(HEAD_START_CYCLES)?;
         let mut events = Vec::with_capacity(runs + 1);
         events.push(self.timing_event()?);
         for i in 0..runs {
@@ -551,7 +555,7 @@ impl Gpu {
     }
 
     /// Time `runs` bursts of `per_burst` launches each, back to back: every burst is queued
-    /// behind a spin kernel of [`BURST_HEAD_START_CYCLES`], so that the GPU, not the host's
+    /// behind a spin kernel of [`HEAD_START_CYCLES`], so that the GPU, not the host's
     /// launch rate, sets its pace, with events around the burst. `launch(i)` makes launch i
     /// (numbered across bursts). Returns each burst's time per launch, ms.
     pub fn time_bursts(
@@ -564,7 +568,7 @@ impl Gpu {
         let per_burst = per_burst.max(1);
         let mut times = Vec::with_capacity(runs);
         for run in 0..runs {
-            self.spin(BURST_HEAD_START_CYCLES)?;
+            self.spin(HEAD_START_CYCLES)?;
             let start = self.timing_event()?;
             for j in 0..per_burst {
                 launch(run * per_burst + j)?;
