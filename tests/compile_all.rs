@@ -70,7 +70,7 @@ fn every_sampled_kernel_compiles_for_every_architecture() {
     }
     let full = std::env::var("NMTUNE_COMPILE_SAMPLE").is_ok_and(|v| v == "full");
     let jobs = plan_jobs(full);
-    let cache_dir = cache_dir();
+    let cache_dir = common::cubin_cache();
     println!(
         "compiling {} kernels ({}) with NVRTC {:?} on {} threads, cache {}",
         jobs.len(),
@@ -146,12 +146,6 @@ fn check_module(kernel: &CompiledKernel, name: &str, base: &str) -> Result<(), S
         Some(r) if r <= 255 => Ok(()),
         other => Err(format!("register count {other:?} missing or above 255")),
     }
-}
-
-fn cache_dir() -> PathBuf {
-    std::env::var_os("NMTUNE_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins"))
 }
 
 fn plan_jobs(full: bool) -> Vec<Job> {

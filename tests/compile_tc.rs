@@ -14,16 +14,13 @@ use nmtune::codegen::tc::TC_ARCH;
 use nmtune::codegen::{render_tc, TcConfig};
 use nmtune::problem::Dtype;
 use rayon::prelude::*;
-use std::path::PathBuf;
 
 #[test]
 fn every_tensor_core_configuration_compiles_without_spills() {
     if !common::nvrtc_or_skip() {
         return;
     }
-    let cache = std::env::var_os("NMTUNE_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins"));
+    let cache = common::cubin_cache();
     let configs: Vec<TcConfig> = [Dtype::Bf16, Dtype::F16]
         .into_iter()
         .flat_map(TcConfig::search_space)

@@ -344,11 +344,7 @@ fn the_default_element_wise_kernels_compile_without_spilling() {
     if !common::nvrtc_or_skip() {
         return;
     }
-    let cache = std::env::var_os("NMTUNE_CACHE_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins")
-        });
+    let cache = common::cubin_cache();
     let gpu = h100();
     // The runtime's defaults of both element-wise families, one row of A and many.
     let mut defaults = Vec::new();

@@ -1,9 +1,14 @@
 //! GPU correctness of the tensor-core family: every configuration of its search space, in
 //! BF16 and FP16, against the CPU reference (FP32 sums of the same rounded inputs) on random
-//! data, at the sparsest and densest M = 32 patterns, within `format::tc::tolerance`.
-//! Needs an sm_90 GPU (Hopper: `wgmma`); skipped, visibly, elsewhere.
+//! data, at the sparsest and densest M = 32 patterns and at 12:32 with an odd count of
+//! stages, within `format::tc::tolerance`. Needs an sm_90 GPU (Hopper: `wgmma`); skipped,
+//! visibly, elsewhere.
 
-use nmtune::codegen::TcConfig;
+mod common;
+
+use nmtune::codegen::nvrtc::compile_cached;
+use nmtune::codegen::tc::TC_ARCH;
+use nmtune::codegen::{render_tc, TcConfig};
 use nmtune::format::tc::{decode, encode, tolerance, TcWeight};
 use nmtune::format::{prune_and_compress, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
@@ -13,7 +18,8 @@ use nmtune::reference;
 use nmtune::runtime::{Lookup, PreparedWeight, Runtime, TcLinear};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::path::PathBuf;
+use rayon::prelude::*;
+use std::collections::HashMap;
 
 fn hopper_or_skip() -> Option<Gpu> {
     if !device::driver_present() {
@@ -51,8 +57,16 @@ fn column_major(a: &[f32], m: usize, k: usize) -> Vec<f32> {
     out
 }
 
-/// One product on the GPU against the CPU reference; the relative error.
-fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, seed: u64) -> f64 {
+/// One product's inputs, as the kernel reads them, and the CPU reference's result on the same
+/// rounded values: made once per problem, seed and kept rows a stage (the weight's image
+/// depends on them), and shared by every configuration that runs them.
+struct Case {
+    a_kernel: Vec<u16>,
+    tc: TcWeight,
+    want: Vec<f32>,
+}
+
+fn case(problem: &Problem, seed: u64, kept_rows: usize) -> Case {
     let dtype = problem.dtype;
     let (m, n, k) = (problem.m, problem.n, problem.k);
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -60,7 +74,7 @@ fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, seed: u64) -> f64 {
     let weight = prune_and_compress(&dense, k, n, problem.nm, problem.l)
         .unwrap()
         .0;
-    let tc = TcWeight::prepare(&weight, dtype, kernel.config.kept_rows).unwrap();
+    let tc = TcWeight::prepare(&weight, dtype, kept_rows).unwrap();
     // A rounded to the type, row-major for the reference, in the kernel's layout for it.
     let a_row = decode(dtype, &encode(dtype, &random(m * k, &mut rng)));
     let a_kernel = match problem.a_layout {
@@ -73,10 +87,19 @@ fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, seed: u64) -> f64 {
     };
     let mut want = vec![0f32; m * n];
     reference::spmm(&a_row, m, &rounded, 1.0, 0.0, &mut want).unwrap();
+    Case {
+        a_kernel: encode(dtype, &a_kernel),
+        tc,
+        want,
+    }
+}
 
-    let a = gpu.upload(&encode(dtype, &a_kernel)).unwrap();
-    let image = gpu.upload(&tc.image).unwrap();
-    let kept_k = gpu.upload(&tc.kept_k).unwrap();
+/// One product on the GPU against the CPU reference; the relative error.
+fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, case: &Case) -> f64 {
+    let (m, n, k) = (problem.m, problem.n, problem.k);
+    let a = gpu.upload(&case.a_kernel).unwrap();
+    let image = gpu.upload(&case.tc.image).unwrap();
+    let kept_k = gpu.upload(&case.tc.kept_k).unwrap();
     // C starts as NaN bits: every element must be written.
     let mut c = gpu.upload(&vec![0xFFFFu16; m * n]).unwrap();
     let room = kernel.config.workspace_elements(m, k).max(1);
@@ -90,47 +113,63 @@ fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, seed: u64) -> f64 {
         m,
         n,
         k,
-        w: tc.w,
+        w: case.tc.w,
     };
     kernel.launch(gpu, ops).unwrap();
     gpu.synchronize().unwrap();
-    let got = decode(dtype, &gpu.stream.clone_dtoh(&c).unwrap());
-    reference::relative_error(&got, &want)
+    let got = decode(problem.dtype, &gpu.stream.clone_dtoh(&c).unwrap());
+    reference::relative_error(&got, &case.want)
 }
+
+/// The products every configuration is checked on: (seed, pattern, k). At k = 1024, 16:32
+/// has 8 or 16 stages and 4:32 2 or 4; 12:32 at k = 512 has 3 or 6.
+const PRODUCTS: [(u64, NmPattern, usize); 3] = [
+    (1, NmPattern { n: 16, m: 32 }, 1024),
+    (2, NmPattern { n: 4, m: 32 }, 1024),
+    (3, NmPattern { n: 12, m: 32 }, 512),
+];
 
 #[test]
 fn every_tensor_core_configuration_matches_the_cpu_reference() {
     let Some(gpu) = hopper_or_skip() else { return };
-    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins");
+    let cache = common::cubin_cache();
+    let configs: Vec<TcConfig> = [Dtype::Bf16, Dtype::F16]
+        .into_iter()
+        .flat_map(TcConfig::search_space)
+        .collect();
+    // Compiled on every core first (a kernel's load then finds its cubin in the cache).
+    configs.par_iter().for_each(|cfg| {
+        compile_cached(&render_tc(cfg).unwrap(), TC_ARCH, &cache).unwrap();
+    });
+    let mut cases = HashMap::new();
     let mut failures = Vec::new();
     let mut checked = 0;
-    for dtype in [Dtype::Bf16, Dtype::F16] {
-        for cfg in TcConfig::search_space(dtype) {
-            let kernel = TcKernel::load(&gpu, cfg, &cache).unwrap();
-            for (seed, nm) in [
-                (1, NmPattern { n: 16, m: 32 }),
-                (2, NmPattern { n: 4, m: 32 }),
-            ] {
-                // Two blocks down m, three across n, several stages.
-                let m = 2 * cfg.block_rows();
-                let problem = Problem::new(m, 384, 1024, nm, cfg.l)
-                    .unwrap()
-                    .with_dtype(dtype)
-                    .with_layout(cfg.a_layout)
-                    .unwrap();
-                if let Err(e) = cfg.validate_for_problem(&problem, gpu.profile()) {
-                    failures.push(format!("{cfg} {nm}: {e}"));
-                    continue;
-                }
-                let err = error_of(&gpu, &kernel, &problem, seed);
-                checked += 1;
-                // (relative_error is infinite, never NaN, for a non-finite result.)
-                if err > tolerance(dtype) {
-                    failures.push(format!(
-                        "{cfg} at {nm}: error {err:.3e} > {:.3e}",
-                        tolerance(dtype)
-                    ));
-                }
+    for cfg in configs {
+        let dtype = cfg.dtype;
+        let kernel = TcKernel::load(&gpu, cfg, &cache).unwrap();
+        for (seed, nm, k) in PRODUCTS {
+            // Two blocks down m, three across n, several stages.
+            let m = 2 * cfg.block_rows();
+            let problem = Problem::new(m, 384, k, nm, cfg.l)
+                .unwrap()
+                .with_dtype(dtype)
+                .with_layout(cfg.a_layout)
+                .unwrap();
+            if let Err(e) = cfg.validate_for_problem(&problem, gpu.profile()) {
+                failures.push(format!("{cfg} {nm}: {e}"));
+                continue;
+            }
+            let case = cases
+                .entry((problem.to_string(), seed, cfg.kept_rows))
+                .or_insert_with(|| case(&problem, seed, cfg.kept_rows));
+            let err = error_of(&gpu, &kernel, &problem, case);
+            checked += 1;
+            // (relative_error is infinite, never NaN, for a non-finite result.)
+            if err > tolerance(dtype) {
+                failures.push(format!(
+                    "{cfg} at {nm}, k = {k}: error {err:.3e} > {:.3e}",
+                    tolerance(dtype)
+                ));
             }
         }
     }
@@ -144,7 +183,7 @@ fn every_tensor_core_configuration_matches_the_cpu_reference() {
 #[test]
 fn the_runtime_launches_a_bf16_layer_that_matches_the_cpu_reference() {
     let Some(gpu) = hopper_or_skip() else { return };
-    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins");
+    let cache = common::cubin_cache();
     let lookup = Lookup::defaults_only(gpu.profile().clone());
     let runtime = Runtime::with_cache_dir(lookup, &gpu.ctx, cache).unwrap();
     let dtype = Dtype::Bf16;

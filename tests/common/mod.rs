@@ -345,6 +345,14 @@ pub fn foreign_sqlite(path: &Path, statements: &[&str]) {
     });
 }
 
+/// The tests' cubin cache: `$NMTUNE_CACHE_DIR` (so that a GPU run can start from the cubins
+/// compiled here), else a folder of cargo's target tmp.
+pub fn cubin_cache() -> PathBuf {
+    std::env::var_os("NMTUNE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nmtune-cubins"))
+}
+
 /// Whether NVRTC can be loaded, for tests that compile kernels: without it such a test prints
 /// that it skipped and passes, unless `NMTUNE_REQUIRE_NVRTC` is set (CI sets it), where a
 /// missing NVRTC is a failure.
