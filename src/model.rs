@@ -435,12 +435,18 @@ fn transpose_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) ->
 /// 1.83 GHz (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)").
 const TENSOR_FLOP_PER_CLOCK: f64 = 4096.0;
 
+/// Shared-memory bytes a split block's sums cost per byte of the tile: written once by their
+/// block, then read through distributed shared memory, at about half the local rate.
+const SPLIT_SUMS_TRAFFIC: f64 = 3.0;
+
 /// The tensor-core family: per ring stage a block does 2·rows·KW·128 FLOP on the tensor
 /// cores and moves through shared memory the gathered A (written by the copies, read by
 /// `wgmma` once per group), B' (written once, read once per warpgroup); a stage costs the
 /// larger of the two at [`TENSOR_FLOP_PER_CLOCK`] and [`SHARED_BYTES_PER_CLOCK`], and an
 /// SM's resident blocks share both (docs/design.md "Tensor cores: what bounds a BF16/FP16 N:M kernel (planned)", its paragraph "L = 32 is bound by shared memory").
-/// Memory: every operand once from DRAM ([`MinBytes`]).
+/// The time is the busiest SM's: its blocks of the full waves and its share of the last.
+/// A split of k gives each tile's stages to split_k blocks, which then add up their FP32
+/// sums ([`SPLIT_SUMS_TRAFFIC`]). Memory: every operand once from DRAM ([`MinBytes`]).
 fn predict_tc(
     cfg: &KernelConfig,
     problem: &Problem,
@@ -452,18 +458,25 @@ fn predict_tc(
     };
     let (m, n, w) = (problem.m as f64, problem.n as f64, problem.w() as f64);
     let (rows, kw, cols) = (tc.block_rows() as f64, tc.kept_rows as f64, cfg.n_s as f64);
-    let groups = tc.groups() as f64;
-    let blocks = (m / rows).ceil() * (n / cols).ceil();
+    let (groups, split) = (tc.groups() as f64, tc.split_k as f64);
+    let blocks = (m / rows).ceil() * (n / cols).ceil() * split;
     let per_sm = blocks_per_sm(cfg, gpu, registers).max(1) as f64;
-    let slots = per_sm * gpu.sm_count as f64;
+    let sms = gpu.sm_count as f64;
+    let slots = per_sm * sms;
     let waves = (blocks / slots).ceil().max(1.0);
+    let full_waves = (blocks / slots).floor();
+    let busiest = full_waves * per_sm + ((blocks - full_waves * slots) / sms).ceil();
     let stage_flop = 2.0 * rows * kw * cols;
     let stage_shared_bytes =
         2.0 * (2.0 * groups * rows * kw + (1.0 + tc.warpgroups as f64) * cols * kw);
     let stage_clocks =
         (stage_flop / TENSOR_FLOP_PER_CLOCK).max(stage_shared_bytes / SHARED_BYTES_PER_CLOCK);
-    let stages = (w / kw).ceil();
-    let compute_s = waves * per_sm * stages * stage_clocks / clock_hz(gpu);
+    let stages = ((w / kw) / split).ceil();
+    let sums_clocks = match tc.split_k {
+        1 => 0.0,
+        _ => SPLIT_SUMS_TRAFFIC * 4.0 * rows * cols / SHARED_BYTES_PER_CLOCK,
+    };
+    let compute_s = busiest * (stages * stage_clocks + sums_clocks) / clock_hz(gpu);
     let memory_s = MinBytes::of(problem).total() as f64 / gpu.dram_bytes_per_s();
     let stage_global_bytes = 2.0 * (groups * rows * kw + cols * kw);
     Prediction {

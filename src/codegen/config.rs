@@ -261,8 +261,9 @@ impl WarpLayout {
 /// The tensor-core family (`a_copy` `Wgmma`, `dtype` bf16 or f16) is a [`TcConfig`] spelled
 /// in these fields ([`KernelConfig::tensor_core`]): m_s = 64 rows per warpgroup × warpgroups,
 /// n_s = n_t = 128 (one block's columns, all of them a warpgroup's), m_t = 64, k_s = the kept
-/// rows a ring stage holds, `warp` = 4·warpgroups × 1, no packing, split-K 1; stages,
-/// min_blocks and L as the configuration has them. Its kernel ignores N and M (one module
+/// rows a ring stage holds, `warp` = 4·warpgroups × 1, no packing; stages, min_blocks,
+/// split_k (the blocks of a cluster sharing a tile's stages) and L as the configuration has
+/// them. Its kernel ignores N and M (one module
 /// serves every pattern: [`super::compile_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(from = "StoredConfig")]
@@ -438,7 +439,7 @@ impl KernelConfig {
             packing: false,
             stages: tc.stages as u32,
             min_blocks: tc.min_blocks as u32,
-            split_k: 1,
+            split_k: tc.split_k as u32,
             row_chunk: 0,
             stream_k: false,
             tma: false,
@@ -460,6 +461,7 @@ impl KernelConfig {
             min_blocks: self.min_blocks as usize,
             l: self.l as usize,
             a_layout: self.a_layout(),
+            split_k: self.split_k as usize,
         };
         (Self::tensor_core(tc, self.nm) == *self).then_some(tc)
     }

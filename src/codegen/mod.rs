@@ -5,7 +5,7 @@
 //! Each rendered module defines, for configuration `cfg`, the entry points named after
 //! `<name>` = `render::compile_key(cfg).name()` (split_k is a run-time value, `gridDim.z`, so
 //! configurations that differ only in split_k share one module and their symbols carry
-//! `_sk1`): `<name>` and `<name>_reduce`, and for a stream-K configuration also
+//! `_sk1`; the tensor-core family compiles its split in, `codegen::tc`): `<name>` and `<name>_reduce`, and for a stream-K configuration also
 //! `<name>_stream`, the kernel its launches start ([`render::KernelSource::name`]):
 //!
 //! ```text

@@ -110,20 +110,18 @@ pub struct KernelSource {
 }
 
 /// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`, and for
-/// the tensor-core family, whose kernels read N and M only through their arguments, with
-/// the pattern [`TC_KEY_PATTERN`]. Configurations with equal keys share one source, one
-/// compilation and one cubin.
+/// the tensor-core family, whose kernels read N and M only through their arguments and
+/// compile their split into the kernel (a cluster of split_k blocks), with the pattern
+/// [`TC_KEY_PATTERN`] and the split kept. Configurations with equal keys share one source,
+/// one compilation and one cubin.
 pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
-    let nm = if cfg.family() == Family::Tc {
-        TC_KEY_PATTERN
-    } else {
-        cfg.nm
-    };
-    KernelConfig {
-        split_k: 1,
-        nm,
-        ..*cfg
+    if cfg.family() == Family::Tc {
+        return KernelConfig {
+            nm: TC_KEY_PATTERN,
+            ..*cfg
+        };
     }
+    KernelConfig { split_k: 1, ..*cfg }
 }
 
 /// The architecture NVRTC compiles `cfg` for on a GPU of architecture `gpu_arch`: the GPU's

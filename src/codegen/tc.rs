@@ -2,8 +2,9 @@
 //! configurations, their rules and their rendering (`templates/nm_spmm_tc.cu.tera`).
 //!
 //! A configuration fixes the block's rows (64 per warpgroup), the kept rows a stage, the
-//! stages of the ring, the blocks per SM `__launch_bounds__` asks for, the group width L and
-//! the element type. N and M are not part of it: the kernel reads them only through w (the
+//! stages of the ring, the blocks per SM `__launch_bounds__` asks for, the group width L,
+//! the element type and the split of k (the blocks of a cluster that share one tile's
+//! stages). N and M are not part of it: the kernel reads them only through w (the
 //! kept rows) and the weight's kept-row table, so one module serves every N:M.
 //!
 //! # Kernel ABI
@@ -15,9 +16,13 @@
 //!     const u16* kept_k,     // q×w: the row of A kept row u of group g multiplies
 //!     T* C,                  // m×n row-major
 //!     int m, int n, int w)
-//! grid = (n / 128, m / block_rows), block = (threads, 1, 1),
+//! grid = (n / 128, m / block_rows, split_k), block = (threads, 1, 1),
 //! dynamic shared memory = smem_bytes(w) (opt in above 48 KiB).
 //! ```
+//! A split configuration (`split_k` 2 or 4, `_sk<split>` in its name) is compiled with
+//! `__cluster_dims__(1, 1, split_k)`: the split_k blocks along z of one tile of C form a
+//! cluster and add up their sums through distributed shared memory, so C is written once,
+//! by one launch, with no workspace.
 //! `T` is the configuration's element type (`unsigned short` holding BF16 or FP16 bits).
 //! A row-major configuration's module also defines
 //! `<name>_transpose(const T* A, T* At, int m, int k)` (`templates/transpose_a16.cu.tera`,
@@ -59,6 +64,12 @@ pub const TC_TRANSPOSE_TILE: usize = 64;
 /// Threads of a block of the transposing pass.
 pub const TC_TRANSPOSE_THREADS: usize = 256;
 
+/// The splits of k the family compiles: blocks of a cluster (a portable cluster has at most 8).
+pub const TC_SPLITS: [usize; 3] = [1, 2, 4];
+
+/// Padding of a row of a split block's FP32 sums, in floats (the template's `ROW32`).
+const SUMS_ROW_PAD: usize = 8;
+
 /// Registers a thread needs beside its accumulators: ptxas needs some 30 (the 128-column
 /// kernels at 64 registers a thread did not compile).
 pub const TC_REGISTER_OVERHEAD: usize = 32;
@@ -82,6 +93,8 @@ pub struct TcConfig {
     /// writes it column-major into a workspace ([`TcConfig::transposes_a`]); the main loop
     /// then reads that copy.
     pub a_layout: ALayout,
+    /// Blocks of a cluster that share one tile's stages ([`TC_SPLITS`]); 1: k unsplit.
+    pub split_k: usize,
 }
 
 impl TcConfig {
@@ -110,18 +123,38 @@ impl TcConfig {
         self.stages.saturating_mul(elements).saturating_mul(2)
     }
 
-    /// Dynamic shared memory for a problem with `w` kept rows: the ring, its two mbarriers
-    /// a stage, and the block's kept-row table (u16).
+    /// Bytes of a split block's FP32 sums (none unsplit), which take the ring's place after
+    /// the last stage.
+    pub fn sums_bytes(&self) -> usize {
+        if self.split_k <= 1 {
+            return 0;
+        }
+        let row = (TC_BLOCK_COLS + SUMS_ROW_PAD).saturating_mul(4);
+        self.block_rows().saturating_mul(row)
+    }
+
+    /// Bytes of the region the ring and then a split block's sums occupy.
+    pub fn region_bytes(&self) -> usize {
+        self.ring_bytes().max(self.sums_bytes())
+    }
+
+    /// Dynamic shared memory for a problem with `w` kept rows: the ring (or a split block's
+    /// sums), its two mbarriers a stage, and the block's kept-row table (u16).
     pub fn smem_bytes(&self, w: usize) -> usize {
-        self.ring_bytes()
+        self.region_bytes()
             .saturating_add(self.stages.saturating_mul(16))
             .saturating_add(self.groups().saturating_mul(w).saturating_mul(2))
     }
 
-    /// The name the kernel and the database know it by (`_arow` at the end for row-major A).
+    /// The name the kernel and the database know it by (`_sk<split>` for a split of k,
+    /// `_arow` at the end for row-major A).
     pub fn name(&self) -> String {
+        let split = match self.split_k {
+            1 => String::new(),
+            s => format!("_sk{s}"),
+        };
         format!(
-            "tc_{}_wg{}_kw{}_st{}_mb{}_l{}{}",
+            "tc_{}_wg{}_kw{}_st{}_mb{}_l{}{split}{}",
             self.dtype,
             self.warpgroups,
             self.kept_rows,
@@ -130,6 +163,13 @@ impl TcConfig {
             self.l,
             if self.transposes_a() { "_arow" } else { "" }
         )
+    }
+
+    /// Stages of the kept rows a problem with `w` of them has, and the fewest a block of a
+    /// split gets (a split block has at least one).
+    pub fn stages_of(&self, w: usize) -> (usize, usize) {
+        let total = w / self.kept_rows.max(1);
+        (total, total / self.split_k.max(1))
     }
 
     /// Whether a launch first writes row-major A column-major into its workspace (the
@@ -179,6 +219,9 @@ impl TcConfig {
         }
         if !matches!(self.min_blocks, 1 | 2) {
             return reject(format!("{} blocks an SM: 1 or 2", self.min_blocks));
+        }
+        if !TC_SPLITS.contains(&self.split_k) {
+            return reject(format!("split-K {}: one of {TC_SPLITS:?}", self.split_k));
         }
         let registers = (65536 / (self.threads() * self.min_blocks)).min(255);
         if self.estimated_registers() > registers {
@@ -269,6 +312,13 @@ impl TcConfig {
                 self.kept_rows
             ));
         }
+        let (stages, _) = self.stages_of(w);
+        if stages < self.split_k {
+            return Err(format!(
+                "{stages} stages of {} kept rows cannot be split {} ways",
+                self.kept_rows, self.split_k
+            ));
+        }
         // (Problem::new keeps m·k within i32, so 32-bit offsets into A hold.)
         if k > TC_MAX_K {
             return Err(format!(
@@ -299,17 +349,21 @@ impl TcConfig {
                     for kept_rows in [32, 64] {
                         for stages in 3..=6 {
                             for min_blocks in [1, 2] {
-                                let cfg = TcConfig {
-                                    dtype,
-                                    warpgroups,
-                                    kept_rows,
-                                    stages,
-                                    min_blocks,
-                                    l,
-                                    a_layout,
-                                };
-                                if cfg.validate_structure().is_ok() && cfg.fits_blocks_per_sm() {
-                                    out.push(cfg);
+                                for split_k in TC_SPLITS {
+                                    let cfg = TcConfig {
+                                        dtype,
+                                        warpgroups,
+                                        kept_rows,
+                                        stages,
+                                        min_blocks,
+                                        l,
+                                        a_layout,
+                                        split_k,
+                                    };
+                                    if cfg.validate_structure().is_ok() && cfg.fits_blocks_per_sm()
+                                    {
+                                        out.push(cfg);
+                                    }
                                 }
                             }
                         }
@@ -320,11 +374,11 @@ impl TcConfig {
         out
     }
 
-    /// Whether `min_blocks` blocks of the ring fit the 228 KiB an H100/H200 SM holds (the
-    /// kept-row table comes on top, per problem).
+    /// Whether `min_blocks` blocks of the ring (or a split block's sums) fit the 228 KiB an
+    /// H100/H200 SM holds (the kept-row table comes on top, per problem).
     fn fits_blocks_per_sm(&self) -> bool {
         const SMEM_PER_SM: usize = 228 * 1024;
-        self.min_blocks * (self.ring_bytes() + 1024) <= SMEM_PER_SM
+        self.min_blocks * (self.region_bytes() + 1024) <= SMEM_PER_SM
     }
 }
 
@@ -348,6 +402,7 @@ pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     ctx.insert("kw", &cfg.kept_rows);
     ctx.insert("stages", &cfg.stages);
     ctx.insert("min_blocks", &cfg.min_blocks);
+    ctx.insert("split_k", &cfg.split_k);
     ctx.insert("l", &cfg.l);
     ctx.insert("acc_regs", &(cfg.l / 2));
     ctx.insert("transpose_tile", &TC_TRANSPOSE_TILE);
@@ -382,6 +437,7 @@ mod tests {
             min_blocks: 1,
             l: 128,
             a_layout: ALayout::ColMajor,
+            split_k: 1,
         }
     }
 
@@ -509,6 +565,87 @@ mod tests {
             crate::codegen::kernel_checksum(&kc),
             crate::codegen::kernel_checksum(&col)
         );
+    }
+
+    #[test]
+    fn a_split_configuration_is_its_own_kernel_a_cluster_of_blocks() {
+        use crate::codegen::{compile_key, render, KernelConfig};
+        let split = TcConfig {
+            split_k: 2,
+            ..cfg()
+        };
+        assert_eq!(split.name(), "tc_bf16_wg4_kw64_st4_mb1_l128_sk2");
+        let src = render_tc(&split).unwrap();
+        assert!(src.source.contains("__cluster_dims__(1, 1, SPLIT)"));
+        assert!(src.source.contains("constexpr int SPLIT = 2;"));
+        assert!(src.source.contains("ld.shared::cluster.v4.f32"));
+        let unsplit = render_tc(&cfg()).unwrap();
+        assert!(!unsplit.source.contains("__cluster_dims__(1"));
+        assert!(!unsplit.source.contains("cluster_sync();"));
+        // The compile key keeps the split: the kernel serving a split configuration is the
+        // split one (a key without it launched the unsplit kernel on a deeper grid, every
+        // slice computing the whole product).
+        let nm = NmPattern { n: 8, m: 32 };
+        let kc = KernelConfig::tensor_core(split, nm);
+        assert_eq!((kc.split_k, kc.as_tc()), (2, Some(split)));
+        assert!(kc.name().ends_with("_sk2"), "{}", kc.name());
+        assert_eq!(KernelConfig::parse_name(&kc.name()), Some(kc));
+        assert_eq!(compile_key(&kc).split_k, 2);
+        assert_ne!(
+            compile_key(&kc),
+            compile_key(&KernelConfig::tensor_core(cfg(), nm))
+        );
+        assert_eq!(render(&kc).unwrap(), src);
+        // A split block's FP32 sums (256 rows of 136 floats) outgrow a small ring.
+        let small = TcConfig {
+            warpgroups: 2,
+            kept_rows: 32,
+            stages: 3,
+            l: 128,
+            ..split
+        };
+        assert_eq!(small.sums_bytes(), 128 * 136 * 4);
+        assert!(small.ring_bytes() < small.sums_bytes());
+        assert_eq!(small.smem_bytes(0), small.sums_bytes() + 3 * 16);
+        assert_eq!(
+            TcConfig {
+                split_k: 1,
+                ..small
+            }
+            .sums_bytes(),
+            0
+        );
+        assert!(TcConfig {
+            split_k: 3,
+            ..cfg()
+        }
+        .validate_structure()
+        .is_err());
+    }
+
+    #[test]
+    fn a_split_needs_a_stage_for_every_block() {
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let problem = |k| {
+            Problem::new(256, 2048, k, NmPattern { n: 4, m: 32 }, 128)
+                .unwrap()
+                .with_dtype(Dtype::Bf16)
+                .with_layout(ALayout::ColMajor)
+                .unwrap()
+        };
+        let four = TcConfig {
+            split_k: 4,
+            ..cfg()
+        };
+        // k = 2048 at 4:32: 256 kept rows, 4 stages of 64: one a block.
+        four.validate_for_problem(&problem(2048), &gpu).unwrap();
+        assert_eq!(four.stages_of(256), (4, 1));
+        // k = 1024: 2 stages for 4 blocks.
+        let err = four
+            .validate_for_problem(&problem(1024), &gpu)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cannot be split 4 ways"), "{err}");
     }
 
     #[test]

@@ -202,6 +202,7 @@ fn tc_config(
         min_blocks: 1,
         l: problem.l,
         a_layout: problem.a_layout,
+        split_k: 1,
     };
     KernelConfig::tensor_core(tc, problem.nm)
 }

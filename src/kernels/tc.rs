@@ -117,7 +117,8 @@ impl TcKernel {
             grid_dim: (
                 (ops.n / TC_BLOCK_COLS) as u32,
                 (ops.m / self.config.block_rows()) as u32,
-                1,
+                // A split's blocks along z, one cluster a tile (compiled in: codegen::tc).
+                self.config.split_k as u32,
             ),
             block_dim: (self.config.threads() as u32, 1, 1),
             shared_mem_bytes: smem,

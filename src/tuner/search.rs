@@ -62,7 +62,12 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         .filter(|cfg| validate::validate_for_problem(cfg, problem).is_ok())
         .collect();
     if serving.contains(&Family::Tc) {
-        // A dozen configurations a problem at most: every strategy times them all.
+        // A dozen configurations a problem at most: every strategy times them all, and their
+        // splits of k where the unsplit grid leaves SMs idle.
+        let space = space
+            .into_iter()
+            .filter(|cfg| cfg.split_k == 1 || tc_grid_leaves_sms_idle(cfg, problem, gpu))
+            .collect();
         return ranked(space, problem, gpu);
     }
     match strategy {
@@ -93,6 +98,15 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             with_row_chunks(picked, problem, gpu)
         }
     }
+}
+
+/// Whether `cfg`'s kernel, unsplit, would have fewer blocks for `problem` than `gpu` runs at
+/// once (by the model's blocks an SM): only then can a split of k (a tensor-core cluster's
+/// blocks sharing a tile's stages) put more SMs to work.
+fn tc_grid_leaves_sms_idle(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
+    let unsplit = KernelConfig { split_k: 1, ..*cfg };
+    let resident = crate::model::blocks_per_sm(&unsplit, gpu, None) * gpu.sm_count;
+    unsplit.tiles(problem.m, problem.n) < resident as usize
 }
 
 fn whole_tiles(space: Vec<KernelConfig>) -> Vec<KernelConfig> {
@@ -968,6 +982,33 @@ mod tests {
         assert!(!candidates(&problem, &a100, Strategy::Pruned)
             .iter()
             .any(|c| c.tma));
+    }
+
+    #[test]
+    fn tensor_core_splits_are_timed_only_where_the_unsplit_grid_leaves_sms_idle() {
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let bf16 = |m, n, k| {
+            Problem::new(m, n, k, NmPattern::new(8, 32).unwrap(), 128)
+                .unwrap()
+                .with_dtype(Dtype::Bf16)
+                .with_layout(ALayout::ColMajor)
+                .unwrap()
+        };
+        // 256 × 2048: 16 or 32 tiles for 132 SMs.
+        let small = candidates(&bf16(256, 2048, 5632), &gpu, Strategy::Pruned);
+        let splits: Vec<_> = small.iter().filter(|c| c.split_k > 1).collect();
+        assert!(!splits.is_empty());
+        for cfg in &splits {
+            let unsplit = KernelConfig {
+                split_k: 1,
+                ..**cfg
+            };
+            assert!(small.contains(&unsplit), "{cfg} without its unsplit twin");
+        }
+        // 4096 × 4096: 512 tiles and more.
+        let large = candidates(&bf16(4096, 4096, 4096), &gpu, Strategy::Pruned);
+        assert!(!large.is_empty());
+        assert!(large.iter().all(|c| c.split_k == 1));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Makes .dev/run for run.sh (beside this file), here, without a GPU, from a clean main:
+# Ran in session 47 at 6d984a6, with split-k.patch beside it (merged since, in the commit that
+# added split k to the tensor-core family; the patch file is gone). It made .dev/run for run.sh:
 #   bash docs/results/tc-family/session46/prepare.sh
 # Builds a (2fed37b) and b (HEAD) in a worktree (/work/wt-a, target /work/target-wt), and c
 # (HEAD with split-k.patch applied) in this tree, then takes the patch out again. NVRTC
