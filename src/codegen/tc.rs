@@ -67,6 +67,15 @@ pub const TC_TRANSPOSE_THREADS: usize = 256;
 /// The splits of k the family compiles: blocks of a cluster (a portable cluster has at most 8).
 pub const TC_SPLITS: [usize; 3] = [1, 2, 4];
 
+/// Warpgroups a block (64 rows of C each). One gives small-m problems more, smaller blocks
+/// (m = 256 is four of them where 128-row blocks make two).
+pub const TC_WARPGROUPS: [usize; 3] = [1, 2, 4];
+
+/// Kept rows a ring stage holds (multiples of wgmma's k16). Sixteen were measured and left
+/// out: 0.4 % at m = 256 on top of one-warpgroup blocks, none alone (docs/perf-log.md,
+/// "Session 47"), for a third more kernels to compile.
+pub const TC_KEPT_ROWS: [usize; 2] = [32, 64];
+
 /// Padding of a row of a split block's FP32 sums, in floats (the template's `ROW32`).
 const SUMS_ROW_PAD: usize = 8;
 
@@ -202,15 +211,15 @@ impl TcConfig {
                 self.dtype
             ));
         }
-        if !matches!(self.warpgroups, 2 | 4) {
-            return reject(format!("{} warpgroups: 2 or 4", self.warpgroups));
+        if !TC_WARPGROUPS.contains(&self.warpgroups) {
+            return reject(format!("{} warpgroups: one of {TC_WARPGROUPS:?}", self.warpgroups));
         }
         if !matches!(self.l, 32 | 64 | 128) {
             return reject(format!("L = {}: 32, 64 or 128", self.l));
         }
-        if self.kept_rows < 16 || self.kept_rows % 16 != 0 || self.kept_rows > 64 {
+        if !TC_KEPT_ROWS.contains(&self.kept_rows) {
             return reject(format!(
-                "{} kept rows a stage: a multiple of 16 up to 64",
+                "{} kept rows a stage: one of {TC_KEPT_ROWS:?}",
                 self.kept_rows
             ));
         }
@@ -345,8 +354,8 @@ impl TcConfig {
         let mut out = Vec::new();
         for a_layout in ALayout::ALL {
             for l in [32, 64, 128] {
-                for warpgroups in [2, 4] {
-                    for kept_rows in [32, 64] {
+                for warpgroups in TC_WARPGROUPS {
+                    for kept_rows in TC_KEPT_ROWS {
                         for stages in 3..=6 {
                             for min_blocks in [1, 2] {
                                 for split_k in TC_SPLITS {
