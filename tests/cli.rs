@@ -399,7 +399,7 @@ fn a_problem_no_configuration_can_run_is_an_error_and_stores_nothing() {
             4064,
             ", dtype: bf16",
             &[],
-            "such as m256_n4064_k4096_8:32_l32_bf16: m = 256 and n = 4064 must be multiples of 128 and 128",
+            "such as m256_n4064_k4096_8:32_l32_bf16: m = 256 and n = 4064 must be multiples of 64 and 128",
         ),
         (
             32,

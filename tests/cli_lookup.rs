@@ -176,7 +176,7 @@ fn bad_input_is_one_line_and_non_zero() {
             &[
                 "--m", "256", "--n", "4064", "--k", "4096", "--nm", "8:32", "--dtype", "bf16",
             ],
-            "m = 256 and n = 4064 must be multiples of 128 and 128",
+            "m = 256 and n = 4064 must be multiples of 64 and 128",
         ),
     ];
     let [db, gpu] = a_current_committed_db();
