@@ -212,7 +212,10 @@ impl TcConfig {
             ));
         }
         if !TC_WARPGROUPS.contains(&self.warpgroups) {
-            return reject(format!("{} warpgroups: one of {TC_WARPGROUPS:?}", self.warpgroups));
+            return reject(format!(
+                "{} warpgroups: one of {TC_WARPGROUPS:?}",
+                self.warpgroups
+            ));
         }
         if !matches!(self.l, 32 | 64 | 128) {
             return reject(format!("L = {}: 32, 64 or 128", self.l));
