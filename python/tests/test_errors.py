@@ -139,7 +139,7 @@ def test_lookup_rejects_bad_problems():
         (dict(a_layout=None), TypeError, "a_layout must be 'row' or 'col'"),
         (dict(dtype="f64"), nmtune.NmtuneError, "unknown data type 'f64'"),
         (dict(dtype=16), TypeError, "dtype must be 'f32', 'bf16' or 'f16'"),
-        (dict(dtype="bf16"), nmtune.NmtuneError, "m = 16 and n = 4096 must be multiples of 128 and 128"),
+        (dict(dtype="bf16"), nmtune.NmtuneError, "m = 16 and n = 4096 must be multiples of 64 and 128"),
     ]
     for change, error, says in cases:
         args = dict(m=16, n=4096, k=4096, nm="8:32", l=32, a_layout="row")

@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// stream; the products sum in FP32 and C is rounded to the type once. For row-major A the
 /// kernel's first pass writes A column-major into the layer's workspace (grown on first need). B' is rounded to the
 /// type when the layer is made. The kernels write C whole (no alpha, no beta). Their tiles
-/// ask m to be a multiple of 128 (or 256), n of 128 and k·N/M of 32: a shape off that grid is
+/// ask m to be a multiple of 64 (128 or 256), n of 128 and k·N/M of 32: a shape off that grid is
 /// an error naming the rule, never a silent fallback.
 ///
 /// The weight's image for the kernel's stage depth (`format::tc::TcWeight`) is built and
