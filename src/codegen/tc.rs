@@ -76,6 +76,10 @@ pub const TC_WARPGROUPS: [usize; 3] = [1, 2, 4];
 /// "Session 47"), for a third more kernels to compile.
 pub const TC_KEPT_ROWS: [usize; 2] = [32, 64];
 
+/// Stages of the ring the search tries; at least the first (one stage of `wgmma` stays in
+/// flight while the copies run ahead).
+pub const TC_STAGES: std::ops::RangeInclusive<usize> = 3..=6;
+
 /// Padding of a row of a split block's FP32 sums, in floats (the template's `ROW32`).
 const SUMS_ROW_PAD: usize = 8;
 
@@ -226,8 +230,9 @@ impl TcConfig {
                 self.kept_rows
             ));
         }
-        if self.stages < 3 {
-            return reject(format!("{} stages: at least 3", self.stages));
+        let fewest = *TC_STAGES.start();
+        if self.stages < fewest {
+            return reject(format!("{} stages: at least {fewest}", self.stages));
         }
         if !matches!(self.min_blocks, 1 | 2) {
             return reject(format!("{} blocks an SM: 1 or 2", self.min_blocks));
@@ -359,7 +364,7 @@ impl TcConfig {
             for l in [32, 64, 128] {
                 for warpgroups in TC_WARPGROUPS {
                     for kept_rows in TC_KEPT_ROWS {
-                        for stages in 3..=6 {
+                        for stages in TC_STAGES {
                             for min_blocks in [1, 2] {
                                 for split_k in TC_SPLITS {
                                     let cfg = TcConfig {

@@ -3,7 +3,7 @@
 //! then the other classes, then the performance model's best. The tuner times the same
 //! configurations as seeds; the runtime launches them as defaults.
 
-use crate::codegen::tc::{TC_BLOCK_COLS, TC_KEPT_ROWS, TC_WARPGROUPS};
+use crate::codegen::tc::{TC_BLOCK_COLS, TC_KEPT_ROWS, TC_STAGES, TC_WARPGROUPS};
 use crate::codegen::{enumerate, validate, ACopy, EwShape, KernelConfig, TcConfig, WarpLayout};
 use crate::gpu_profile::GpuProfile;
 use crate::model;
@@ -241,7 +241,10 @@ pub fn why_unsupported(problem: &Problem) -> String {
     let probe = if problem.dtype != Dtype::F32 {
         // The loosest tensor-core configuration (fewest rows a block, kept rows a stage and
         // stages), so that the reason names the weakest rule a shape breaks.
-        tc_config(problem, (TC_WARPGROUPS[0], TC_KEPT_ROWS[0], 3))
+        tc_config(
+            problem,
+            (TC_WARPGROUPS[0], TC_KEPT_ROWS[0], *TC_STAGES.start()),
+        )
     } else if problem.is_element_wise() {
         ew_config(problem, EW_DEFAULT_SHAPE)
     } else {
