@@ -178,11 +178,10 @@ impl TcConfig {
         )
     }
 
-    /// Stages of the kept rows a problem with `w` of them has, and the fewest a block of a
-    /// split gets (a split block has at least one).
-    pub fn stages_of(&self, w: usize) -> (usize, usize) {
-        let total = w / self.kept_rows.max(1);
-        (total, total / self.split_k.max(1))
+    /// Stages of the kept rows a problem with `w` of them has (a split shares them out, each
+    /// block at least one).
+    pub fn stages_of(&self, w: usize) -> usize {
+        w / self.kept_rows.max(1)
     }
 
     /// Whether a launch first writes row-major A column-major into its workspace (the
@@ -329,7 +328,7 @@ impl TcConfig {
                 self.kept_rows
             ));
         }
-        let (stages, _) = self.stages_of(w);
+        let stages = self.stages_of(w);
         if stages < self.split_k {
             return Err(format!(
                 "{stages} stages of {} kept rows cannot be split {} ways",
@@ -656,7 +655,7 @@ mod tests {
         };
         // k = 2048 at 4:32: 256 kept rows, 4 stages of 64: one a block.
         four.validate_for_problem(&problem(2048), &gpu).unwrap();
-        assert_eq!(four.stages_of(256), (4, 1));
+        assert_eq!(four.stages_of(256), 4);
         // k = 1024: 2 stages for 4 blocks.
         let err = four
             .validate_for_problem(&problem(1024), &gpu)
