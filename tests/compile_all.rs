@@ -5,8 +5,9 @@
 //! sample: for every (A copy path, packing, m_t, n_t) stratum of every pattern and A layout
 //! (and, for the element-wise family, every k_s: its windows per stage set how much of the
 //! loop is unrolled),
-//! `PRIMARY_PER_STRATUM` kernels spread evenly over the stratum for sm_90 and one for
-//! sm_80 and sm_89 in alternating strata, plus the stream-K entry of every 8th sampled tiled
+//! `PRIMARY_PER_STRATUM` kernels spread evenly over the stratum for sm_90; for sm_80 and
+//! sm_89, alternately, one kernel per code path (A copy path, packing, element-wise windows)
+//! of every pattern; plus the stream-K entry of every 8th sampled tiled
 //! kernel and the tensor-copy variant (sm_90) of every 4th that can take one.
 //! `NMTUNE_COMPILE_SAMPLE=full` compiles every
 //! distinct kernel for all three architectures.
@@ -230,16 +231,23 @@ fn sample(kernels: &[KernelConfig]) -> (Vec<KernelConfig>, Vec<KernelConfig>) {
             .push(*cfg);
     }
     let mut primary = Vec::new();
-    let mut secondary = Vec::new();
+    // The secondary architectures compile one kernel per code path (A copy path, packing,
+    // and the element-wise family's windows a stage), the middle member of the path's
+    // kernels: what differs between sm_80, sm_89 and sm_90 in the rendered source is the
+    // copy path, not the tile sizes, which sm_90 covers stratum by stratum. Chunked kernels
+    // (sm_90's tuning) only sm_90.
+    let mut paths: BTreeMap<(ACopy, bool, u32), Vec<KernelConfig>> = BTreeMap::new();
     for (stratum, members) in &strata {
-        let picks = spread(members, PRIMARY_PER_STRATUM);
-        // The secondary architectures get the middle member, not one already in `primary`
-        // when the stratum is large enough; chunked kernels (sm_90's tuning) only sm_90.
+        primary.extend(spread(members, PRIMARY_PER_STRATUM));
         if !stratum.5 {
-            secondary.push(members[members.len() / 2]);
+            let path = paths.entry((stratum.0, stratum.1, stratum.4)).or_default();
+            path.extend(members.iter().copied());
         }
-        primary.extend(picks);
     }
+    let secondary = paths
+        .values()
+        .map(|members| members[members.len() / 2])
+        .collect();
     (primary, secondary)
 }
 
