@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Session 49's second device call: B' multicast to the two blocks of a cluster along m
+# (NMTUNE_EXP_MC=2, the experiment build `d`) against the same build without it, on the
+# stored m = 4096, column-major, L = 128 BF16 winners (ab.sqlite, as run-next.sh), then every
+# configuration at 4096 x {4096, 11008} x 4096 with tc_bench. One archive: $OUT/results.tgz.
+set -u
+S=${S:-.dev/s49}
+export PATH=/usr/local/cuda/bin:$PATH
+R=$OUT/r; mkdir -p "$R"
+B=/tmp/bin; mkdir -p $B
+for x in nmtune-d tc_bench-d; do gunzip -c "$S/$x.gz" > $B/$x; chmod +x $B/$x; done
+gunzip -c "$S/ab.sqlite.gz" > /tmp/ab.sqlite
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$R/env.txt"
+pack() { tar czf "$OUT/results.tgz" -C "$R" .; }
+for mc in 1 2; do
+  NMTUNE_EXP_MC=$mc NMTUNE_CACHE_DIR=/tmp/cubins-$mc timeout 200 $B/nmtune-d bench --db /tmp/ab.sqlite --m 4096 --runs 1 \
+    > "$R/warm-mc$mc.txt" 2>&1 &
+done
+wait
+bench() { # multicast, file tag
+  NMTUNE_EXP_MC=$1 NMTUNE_CACHE_DIR=/tmp/cubins-$1 timeout 120 $B/nmtune-d bench --db /tmp/ab.sqlite --m 4096 --runs 10 \
+    --csv "$R/ab-$2.csv" > /dev/null 2> "$R/ab-$2.err"
+}
+for round in 1 2; do
+  bench 1 x$round
+  bench 2 mc$round
+  echo "round $round: $SECONDS s"; pack
+done
+for mc in 2 1; do
+  NMTUNE_EXP_MC=$mc NMTUNE_CACHE_DIR=/tmp/cubins-$mc timeout 150 $B/tc_bench-d --shape 4096x4096x4096,4096x11008x4096 \
+    --sparsity 8:32,4:32 --l 128 --runs 10 --cache /tmp/tcb-$mc > "$R/tc-bench-mc$mc.txt" 2>&1
+  echo "tc_bench mc$mc: $SECONDS s"; pack
+done
