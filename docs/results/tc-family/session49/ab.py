@@ -1,3 +1,8 @@
+"""Session 49's comparison of `nmtune bench --csv` rounds (ab-<tag><round>.csv in the current
+folder): per problem the better of rounds 1 and 2, then geometric means of time against the
+first tag per N:M and per configuration (warpgroups, stages, blocks an SM, split).
+usage: python3 ab.py REF TAG...   (scripts/ab_db_summary.py is the project's general A/B
+summary, for scripts/device/ab-db.sh's files)"""
 import csv,sys,statistics as st,re,collections
 def load(f):
     return {r['problem']:(float(r['median_us']),r['kernel'],r['registers'],r['error']) for r in csv.DictReader(open(f))}
