@@ -55,8 +55,8 @@ pub const TC_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
 /// Dynamic shared memory a block may opt into on every sm_90 GPU (H100, H200, GH200).
 pub const TC_SMEM_OPTIN: usize = 227 * 1024;
 
-/// The transposing pass of row-major A reads pairs of elements: k must be even.
-pub const TC_TRANSPOSE_K_MULTIPLE: usize = 2;
+/// The transposing pass of row-major A reads its rows 16 bytes (8 elements) at a time.
+pub const TC_TRANSPOSE_K_MULTIPLE: usize = 8;
 
 /// The transposing pass's tiles: this many rows by this many columns of A a block.
 pub const TC_TRANSPOSE_TILE: usize = 64;
