@@ -721,6 +721,21 @@ mod tests {
         TcConfig { stages: 3, ..deep }
             .validate_for_problem(&wide, &gpu)
             .unwrap();
+        // The transposing pass moves 16-byte pieces of A's rows.
+        let odd_k = Problem::new(4096, 4096, 4100, NmPattern { n: 2, m: 4 }, 128)
+            .unwrap()
+            .with_dtype(Dtype::Bf16)
+            .with_layout(ALayout::RowMajor)
+            .unwrap();
+        let row = TcConfig {
+            a_layout: ALayout::RowMajor,
+            ..cfg()
+        };
+        let err = row
+            .validate_for_problem(&odd_k, &gpu)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("k = 4100 must be a multiple of 8"), "{err}");
         let ampere = GpuProfile::builtin("a100").unwrap();
         assert!(cfg()
             .validate_for_problem(&problem, &ampere)
