@@ -681,31 +681,37 @@ mod tests {
         assert!(TcConfig::search_space(Dtype::F32).is_empty());
     }
 
+    /// A BF16 problem (m, n, k) at N:M and L with A in `layout`.
+    fn bf16_problem(
+        (m, n, k): (usize, usize, usize),
+        (n_kept, m_window): (u32, u32),
+        l: usize,
+        layout: ALayout,
+    ) -> Problem {
+        let pattern = NmPattern {
+            n: n_kept,
+            m: m_window,
+        };
+        Problem::new(m, n, k, pattern, l)
+            .unwrap()
+            .with_dtype(Dtype::Bf16)
+            .with_layout(layout)
+            .unwrap()
+    }
+
     #[test]
     fn problems_outside_the_kernels_reach_are_rejected_with_a_reason() {
         let gpu = GpuProfile::builtin("h100").unwrap();
-        let problem = Problem::new(4096, 4096, 4096, NmPattern { n: 16, m: 32 }, 128)
-            .unwrap()
-            .with_dtype(Dtype::Bf16)
-            .with_layout(ALayout::ColMajor)
-            .unwrap();
+        let problem = bf16_problem((4096, 4096, 4096), (16, 32), 128, ALayout::ColMajor);
         cfg().validate_for_problem(&problem, &gpu).unwrap();
         let reason = |p: &Problem| cfg().validate_for_problem(p, &gpu).unwrap_err().to_string();
         assert!(reason(&problem.with_layout(ALayout::RowMajor).unwrap())
             .contains("built for col-major A"));
         assert!(reason(&problem.with_dtype(Dtype::F16)).contains("built for bf16"));
-        let ragged = Problem::new(4000, 4096, 4096, NmPattern { n: 16, m: 32 }, 128)
-            .unwrap()
-            .with_dtype(Dtype::Bf16)
-            .with_layout(ALayout::ColMajor)
-            .unwrap();
+        let ragged = bf16_problem((4000, 4096, 4096), (16, 32), 128, ALayout::ColMajor);
         assert!(reason(&ragged).contains("multiples of 256"));
         // Llama-65B's mlp_down at L = 32: four groups' kept-row tables (88 KB) beside the ring.
-        let wide = Problem::new(4096, 8192, 22016, NmPattern { n: 16, m: 32 }, 32)
-            .unwrap()
-            .with_dtype(Dtype::Bf16)
-            .with_layout(ALayout::ColMajor)
-            .unwrap();
+        let wide = bf16_problem((4096, 8192, 22016), (16, 32), 32, ALayout::ColMajor);
         let deep = TcConfig {
             l: 32,
             warpgroups: 2,
@@ -722,11 +728,7 @@ mod tests {
             .validate_for_problem(&wide, &gpu)
             .unwrap();
         // The transposing pass moves 16-byte pieces of A's rows.
-        let odd_k = Problem::new(4096, 4096, 4100, NmPattern { n: 2, m: 4 }, 128)
-            .unwrap()
-            .with_dtype(Dtype::Bf16)
-            .with_layout(ALayout::RowMajor)
-            .unwrap();
+        let odd_k = bf16_problem((4096, 4096, 4100), (2, 4), 128, ALayout::RowMajor);
         let row = TcConfig {
             a_layout: ALayout::RowMajor,
             ..cfg()
