@@ -704,7 +704,9 @@ mod tests {
         let gpu = GpuProfile::builtin("h100").unwrap();
         let problem = bf16_problem((4096, 4096, 4096), (16, 32), 128, ALayout::ColMajor);
         cfg().validate_for_problem(&problem, &gpu).unwrap();
-        let reason = |p: &Problem| cfg().validate_for_problem(p, &gpu).unwrap_err().to_string();
+        let reason_for =
+            |c: &TcConfig, p: &Problem| c.validate_for_problem(p, &gpu).unwrap_err().to_string();
+        let reason = |p: &Problem| reason_for(&cfg(), p);
         assert!(reason(&problem.with_layout(ALayout::RowMajor).unwrap())
             .contains("built for col-major A"));
         assert!(reason(&problem.with_dtype(Dtype::F16)).contains("built for bf16"));
@@ -719,10 +721,7 @@ mod tests {
             stages: 6,
             ..cfg()
         };
-        let err = deep
-            .validate_for_problem(&wide, &gpu)
-            .unwrap_err()
-            .to_string();
+        let err = reason_for(&deep, &wide);
         assert!(err.contains("bytes of shared memory"), "{err}");
         TcConfig { stages: 3, ..deep }
             .validate_for_problem(&wide, &gpu)
@@ -733,10 +732,7 @@ mod tests {
             a_layout: ALayout::RowMajor,
             ..cfg()
         };
-        let err = row
-            .validate_for_problem(&odd_k, &gpu)
-            .unwrap_err()
-            .to_string();
+        let err = reason_for(&row, &odd_k);
         assert!(err.contains("k = 4100 must be a multiple of 8"), "{err}");
         let ampere = GpuProfile::builtin("a100").unwrap();
         assert!(cfg()
