@@ -568,10 +568,10 @@ fn keep<'a>(
 /// A kernel's parameters by kind, in ABI order within each kind: every device pointer, then
 /// every int, then every float (the order of all of codegen's kernel signatures).
 #[derive(Default)]
-struct KernelParams {
-    pointers: Vec<sys::CUdeviceptr>,
-    ints: Vec<i32>,
-    floats: Vec<f32>,
+pub(super) struct KernelParams {
+    pub(super) pointers: Vec<sys::CUdeviceptr>,
+    pub(super) ints: Vec<i32>,
+    pub(super) floats: Vec<f32>,
     maps: Vec<TmaMap>,
 }
 
@@ -621,7 +621,7 @@ fn tensor_map(
 ///
 /// # Safety
 /// `params` must match the kernel's signature and its pointers stay valid until the kernel ran.
-unsafe fn launch_programmatic(
+pub(super) unsafe fn launch_programmatic(
     stream: &Arc<CudaStream>,
     function: &CudaFunction,
     grid: LaunchConfig,

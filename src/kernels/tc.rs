@@ -1,6 +1,6 @@
 //! A tensor-core kernel (codegen's [`TcConfig`]) compiled, loaded and launched.
 
-use super::loaded::opt_into_smem;
+use super::loaded::{launch_programmatic, opt_into_smem, KernelParams};
 use crate::codegen::nvrtc::{compile_cached, CompiledKernel};
 use crate::codegen::tc::{
     TC_ARCH, TC_BLOCK_COLS, TC_SMEM_OPTIN, TC_TRANSPOSE_THREADS, TC_TRANSPOSE_TILE,
@@ -9,7 +9,8 @@ use crate::codegen::{render_tc, KernelSource, TcConfig};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 use std::path::Path;
@@ -96,22 +97,6 @@ impl TcKernel {
     /// [`TcKernel::launch`] on any stream of the context the kernel was loaded into. A
     /// row-major configuration first writes A column-major into the workspace.
     pub fn launch_on(&self, stream: &Arc<CudaStream>, ops: TcOperands<'_>) -> Result<(), GpuError> {
-        let a = match (&self.transpose, ops.workspace) {
-            (None, _) => ops.a,
-            (Some(transpose), Some(copy)) if copy.len() >= ops.m * ops.k => {
-                self.launch_transpose(stream, transpose, ops.a, copy, (ops.m, ops.k))?;
-                &*copy
-            }
-            (Some(_), _) => {
-                return Err(GpuError::Driver {
-                    what: format!("launching {}", self.config.name()),
-                    detail: format!(
-                        "row-major A needs a workspace of m·k = {} elements",
-                        ops.m * ops.k
-                    ),
-                })
-            }
-        };
         let smem = self.config.smem_bytes(ops.w) as u32;
         let grid = LaunchConfig {
             grid_dim: (
@@ -124,19 +109,48 @@ impl TcKernel {
             shared_mem_bytes: smem,
         };
         let (m, n, w) = (ops.m as i32, ops.n as i32, ops.w as i32);
-        let mut launch = stream.launch_builder(&self.function);
-        launch
-            .arg(a)
-            .arg(ops.image)
-            .arg(ops.kept_k)
-            .arg(ops.c)
-            .arg(&m)
-            .arg(&n)
-            .arg(&w);
-        // SAFETY: the arguments match the family's ABI (codegen::tc) and the buffers' sizes.
-        unsafe { launch.launch(grid) }
-            .map(|_| ())
-            .map_err(driver_err(format!("launching {}", self.config.name())))
+        let launched = match (&self.transpose, ops.workspace) {
+            (None, _) => {
+                let mut launch = stream.launch_builder(&self.function);
+                launch
+                    .arg(ops.a)
+                    .arg(ops.image)
+                    .arg(ops.kept_k)
+                    .arg(ops.c)
+                    .arg(&m)
+                    .arg(&n)
+                    .arg(&w);
+                // SAFETY: the arguments match the family's ABI (codegen::tc) and the buffers'
+                // sizes.
+                unsafe { launch.launch(grid) }.map(|_| ())
+            }
+            (Some(transpose), Some(copy)) if copy.len() >= ops.m * ops.k => {
+                self.launch_transpose(stream, transpose, ops.a, copy, (ops.m, ops.k))?;
+                // The main kernel as the pass's programmatic dependent: its prologue and first
+                // B' copies overlap the pass, and it waits for the pass before it reads the
+                // copy (`griddepcontrol.wait` in the template).
+                let (a, _a) = copy.device_ptr(stream);
+                let (image, _image) = ops.image.device_ptr(stream);
+                let (kept_k, _kept_k) = ops.kept_k.device_ptr(stream);
+                let (c, _c) = ops.c.device_ptr_mut(stream);
+                let mut params = KernelParams::default();
+                params.pointers.extend([a, image, kept_k, c]);
+                params.ints.extend([m, n, w]);
+                // SAFETY: the family's ABI (A, image, kept_k, C, m, n, w); the buffers were
+                // sized by the caller and the guards keep them alive past the launch.
+                unsafe { launch_programmatic(stream, &self.function, grid, params) }
+            }
+            (Some(_), _) => {
+                return Err(GpuError::Driver {
+                    what: format!("launching {}", self.config.name()),
+                    detail: format!(
+                        "row-major A needs a workspace of m·k = {} elements",
+                        ops.m * ops.k
+                    ),
+                })
+            }
+        };
+        launched.map_err(driver_err(format!("launching {}", self.config.name())))
     }
 
     /// Row-major `a` (m×k) into `copy`, column-major.
