@@ -568,10 +568,10 @@ fn keep<'a>(
 /// A kernel's parameters by kind, in ABI order within each kind: every device pointer, then
 /// every int, then every float (the order of all of codegen's kernel signatures).
 #[derive(Default)]
-struct KernelParams {
-    pointers: Vec<sys::CUdeviceptr>,
-    ints: Vec<i32>,
-    floats: Vec<f32>,
+pub(super) struct KernelParams {
+    pub(super) pointers: Vec<sys::CUdeviceptr>,
+    pub(super) ints: Vec<i32>,
+    pub(super) floats: Vec<f32>,
     maps: Vec<TmaMap>,
 }
 
@@ -621,11 +621,27 @@ fn tensor_map(
 ///
 /// # Safety
 /// `params` must match the kernel's signature and its pointers stay valid until the kernel ran.
-unsafe fn launch_programmatic(
+pub(super) unsafe fn launch_programmatic(
+    stream: &Arc<CudaStream>,
+    function: &CudaFunction,
+    grid: LaunchConfig,
+    params: KernelParams,
+) -> Result<(), DriverError> {
+    // SAFETY: passed on from the caller.
+    unsafe { launch_params(stream, function, grid, params, true) }
+}
+
+/// Launch `function` with `params`, as a programmatic dependent of the kernel before it in
+/// the stream when `programmatic` (sm_90+), else as an ordinary launch.
+///
+/// # Safety
+/// `params` must match the kernel's signature and its pointers stay valid until the kernel ran.
+pub(super) unsafe fn launch_params(
     stream: &Arc<CudaStream>,
     function: &CudaFunction,
     grid: LaunchConfig,
     mut params: KernelParams,
+    programmatic: bool,
 ) -> Result<(), DriverError> {
     let mut list: Vec<*mut c_void> = Vec::new();
     list.extend(
@@ -661,7 +677,7 @@ unsafe fn launch_programmatic(
         sharedMemBytes: grid.shared_mem_bytes,
         hStream: stream.cu_stream(),
         attrs: &mut attr,
-        numAttrs: 1,
+        numAttrs: u32::from(programmatic),
     };
     stream.context().bind_to_thread()?;
     // SAFETY: the caller vouches for `params`; `list` points into it and both outlive the call.
