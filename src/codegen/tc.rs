@@ -488,8 +488,6 @@ pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("split_k", &cfg.split_k);
     ctx.insert("stream", &cfg.stream_k);
-    // Row-major A's main kernel runs as the transposing pass's programmatic dependent.
-    ctx.insert("dependent", &cfg.transposes_a());
     ctx.insert("l", &cfg.l);
     ctx.insert("acc_regs", &(cfg.l / 2));
     ctx.insert("transpose_tile", &TC_TRANSPOSE_TILE);
