@@ -13,7 +13,7 @@ use nmtune::codegen::TcConfig;
 use nmtune::format::tc::{decode, encode, TcWeight};
 use nmtune::format::{decompress, prune_and_compress, CompressedWeight};
 use nmtune::gpu::Gpu;
-use nmtune::kernels::tc::{TcKernel, TcOperands};
+use nmtune::kernels::tc::{TcKernel, TcOperands, TcScratch};
 use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::reference;
 use nmtune::tuner::tc_workload::max_relative_error;
@@ -146,13 +146,15 @@ fn bench(gpu: &Gpu, problem: &Problem, args: &Args) -> anyhow::Result<()> {
         let image = gpu.upload(&tc.image)?;
         let kept_k = gpu.upload(&tc.kept_k)?;
         let mut c = gpu.upload(&vec![0xFFFFu16; m * n])?;
-        let launch = |c: &mut cudarc::driver::CudaSlice<u16>| {
+        let mut scratch = TcScratch::default();
+        scratch.grow_for(&gpu.stream, &kernel, (m, n, k))?;
+        let mut launch = |c: &mut cudarc::driver::CudaSlice<u16>| {
             let ops = TcOperands {
                 a: &a,
                 image: &image,
                 kept_k: &kept_k,
                 c,
-                workspace: None,
+                scratch: &mut scratch,
                 m,
                 n,
                 k,

@@ -465,15 +465,19 @@ fn predict_tc(
     let slots = per_sm * sms;
     let waves = (blocks / slots).ceil().max(1.0);
     let full_waves = (blocks / slots).floor();
-    let busiest = full_waves * per_sm + ((blocks - full_waves * slots) / sms).ceil();
+    // A stream-K grid shares every tile's stages evenly among the SMs.
+    let busiest = match tc.stream_k {
+        true => blocks / sms,
+        false => full_waves * per_sm + ((blocks - full_waves * slots) / sms).ceil(),
+    };
     let stage_flop = 2.0 * rows * kw * cols;
     let stage_shared_bytes =
         2.0 * (2.0 * groups * rows * kw + (1.0 + tc.warpgroups as f64) * cols * kw);
     let stage_clocks =
         (stage_flop / TENSOR_FLOP_PER_CLOCK).max(stage_shared_bytes / SHARED_BYTES_PER_CLOCK);
     let stages = ((w / kw) / split).ceil();
-    let sums_clocks = match tc.split_k {
-        1 => 0.0,
+    let sums_clocks = match (tc.split_k, tc.stream_k) {
+        (1, false) => 0.0,
         _ => SPLIT_SUMS_TRAFFIC * 4.0 * rows * cols / SHARED_BYTES_PER_CLOCK,
     };
     let compute_s = busiest * (stages * stage_clocks + sums_clocks) / clock_hz(gpu);

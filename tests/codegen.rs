@@ -493,7 +493,9 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
         dtype: Dtype::F32,
         ..decode(4, ACopy::DirectRow)
     };
-    assert!(reason_of(validate_structure(&decode_sk)).contains("tiled family only"));
+    assert!(
+        reason_of(validate_structure(&decode_sk)).contains("tiled and tensor-core families only")
+    );
     // Its module: the data-parallel kernel and the reduction as before, and the stream-K
     // entry, which launches start.
     let src = render(&sk).unwrap();

@@ -12,7 +12,7 @@ use nmtune::codegen::{render_tc, TcConfig};
 use nmtune::format::tc::{decode, encode, tolerance, TcWeight};
 use nmtune::format::{prune_and_compress, CompressedWeight};
 use nmtune::gpu::{device, Gpu};
-use nmtune::kernels::tc::{TcKernel, TcOperands};
+use nmtune::kernels::tc::{TcKernel, TcOperands, TcScratch};
 use nmtune::problem::{ALayout, Dtype, NmPattern, Problem};
 use nmtune::reference;
 use nmtune::runtime::{Lookup, PreparedWeight, Runtime, TcLinear};
@@ -102,14 +102,14 @@ fn error_of(gpu: &Gpu, kernel: &TcKernel, problem: &Problem, case: &Case) -> f64
     let kept_k = gpu.upload(&case.tc.kept_k).unwrap();
     // C starts as NaN bits: every element must be written.
     let mut c = gpu.upload(&vec![0xFFFFu16; m * n]).unwrap();
-    let room = kernel.config.workspace_elements(m, k).max(1);
-    let mut workspace = gpu.upload(&vec![0u16; room]).unwrap();
+    let mut scratch = TcScratch::default();
+    scratch.grow_for(&gpu.stream, kernel, (m, n, k)).unwrap();
     let ops = TcOperands {
         a: &a,
         image: &image,
         kept_k: &kept_k,
         c: &mut c,
-        workspace: Some(&mut workspace),
+        scratch: &mut scratch,
         m,
         n,
         k,
@@ -130,6 +130,12 @@ const PRODUCTS: [(u64, NmPattern, usize); 3] = [
     (3, NmPattern { n: 12, m: 32 }, 512),
 ];
 
+/// The stream-K workers each product of [`PRODUCTS`] runs with. `None`: the kernel's own,
+/// SMs × blocks an SM, cut to one a stage of the six tiles, so that every tile is split
+/// among all of its stages' workers. With 4 and 5 workers a worker runs whole tiles and the
+/// parts of two others.
+const STREAM_WORKERS: [Option<usize>; 3] = [None, Some(4), Some(5)];
+
 #[test]
 fn every_tensor_core_configuration_matches_the_cpu_reference() {
     let Some(gpu) = hopper_or_skip() else { return };
@@ -147,9 +153,14 @@ fn every_tensor_core_configuration_matches_the_cpu_reference() {
     let mut checked = 0;
     for cfg in configs {
         let dtype = cfg.dtype;
-        let kernel = TcKernel::load(&gpu, cfg, &cache).unwrap();
+        let mut kernel = TcKernel::load(&gpu, cfg, &cache).unwrap();
         let mut products = 0;
-        for (seed, nm, k) in PRODUCTS {
+        for ((seed, nm, k), workers) in PRODUCTS.into_iter().zip(STREAM_WORKERS) {
+            // A stream-K kernel's shares: its own grid (more workers than stages), and
+            // fewer workers than tiles (segments of two tiles, whole tiles between).
+            if let Some(workers) = workers {
+                kernel.set_stream_workers(workers);
+            }
             // Two blocks down m, three across n, several stages.
             let m = 2 * cfg.block_rows();
             let problem = Problem::new(m, 384, k, nm, cfg.l)
@@ -173,7 +184,8 @@ fn every_tensor_core_configuration_matches_the_cpu_reference() {
             // (relative_error is infinite, never NaN, for a non-finite result.)
             if err > tolerance(dtype) {
                 failures.push(format!(
-                    "{cfg} at {nm}, k = {k}: error {err:.3e} > {:.3e}",
+                    "{cfg} at {nm}, k = {k} ({} stream-K workers): error {err:.3e} > {:.3e}",
+                    kernel.stream_workers(),
                     tolerance(dtype)
                 ));
             }

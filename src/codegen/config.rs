@@ -441,7 +441,7 @@ impl KernelConfig {
             min_blocks: tc.min_blocks as u32,
             split_k: tc.split_k as u32,
             row_chunk: 0,
-            stream_k: false,
+            stream_k: tc.stream_k,
             tma: false,
             dtype: tc.dtype,
         }
@@ -462,6 +462,7 @@ impl KernelConfig {
             l: self.l as usize,
             a_layout: self.a_layout(),
             split_k: self.split_k as usize,
+            stream_k: self.stream_k,
         };
         (Self::tensor_core(tc, self.nm) == *self).then_some(tc)
     }

@@ -226,13 +226,13 @@ pub fn family_checksum(family: Family) -> &'static str {
 }
 
 /// The checksum of the templates that render `cfg`: its family's ([`family_checksum`]), and
-/// the stream-K template for a stream-K configuration, the transposing pass for a row-major
-/// tensor-core one. Stored with every measurement, so a row stays current while the code it
-/// timed is still generated.
+/// the stream-K template for a tiled stream-K configuration, the transposing pass for a
+/// row-major tensor-core one (whose stream-K schedule is in its own template). Stored with
+/// every measurement, so a row stays current while the code it timed is still generated.
 pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
     static TC_TRANSPOSED: OnceLock<String> = OnceLock::new();
-    if cfg.stream_k {
+    if cfg.stream_k && cfg.family() == Family::Tiled {
         TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TEMPLATE]))
     } else if cfg.a_copy == ACopy::WgmmaTrans {
         TC_TRANSPOSED.get_or_init(|| checksum_of(&[Family::Tc], &[TC_TRANSPOSE_TEMPLATE]))

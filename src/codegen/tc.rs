@@ -80,6 +80,10 @@ pub const TC_KEPT_ROWS: [usize; 2] = [32, 64];
 /// flight while the copies run ahead).
 pub const TC_STAGES: std::ops::RangeInclusive<usize> = 3..=6;
 
+/// Shared memory of a stream-K worker's flag beside the kept-row table (the template's
+/// `last_here`, one u32, 16 bytes kept).
+const STREAM_FLAG_BYTES: usize = 16;
+
 /// Padding of a row of a split block's FP32 sums, in floats (the template's `ROW32`).
 const SUMS_ROW_PAD: usize = 8;
 
@@ -108,6 +112,11 @@ pub struct TcConfig {
     pub a_layout: ALayout,
     /// Blocks of a cluster that share one tile's stages ([`TC_SPLITS`]); 1: k unsplit.
     pub split_k: usize,
+    /// Stream-K: a grid of [`TcConfig::stream_workers`] blocks shares out every tile's
+    /// stages evenly (`_streamk` in the name; split_k 1). Its launch needs a workspace
+    /// ([`TcConfig::stream_floats`], [`TcConfig::counters`]).
+    #[serde(default)]
+    pub stream_k: bool,
 }
 
 impl TcConfig {
@@ -152,11 +161,43 @@ impl TcConfig {
     }
 
     /// Dynamic shared memory for a problem with `w` kept rows: the ring (or a split block's
-    /// sums), its two mbarriers a stage, and the block's kept-row table (u16).
+    /// sums), its two mbarriers a stage, the block's kept-row table (u16), and a stream-K
+    /// worker's word saying whether it stores a split tile.
     pub fn smem_bytes(&self, w: usize) -> usize {
+        let flag = if self.stream_k { STREAM_FLAG_BYTES } else { 0 };
         self.region_bytes()
             .saturating_add(self.stages.saturating_mul(16))
             .saturating_add(self.groups().saturating_mul(w).saturating_mul(2))
+            .saturating_add(flag)
+    }
+
+    /// The workers of a stream-K grid on a GPU of `sm_count` SMs: the blocks an SM that
+    /// `__launch_bounds__` asks for, on every SM.
+    pub fn stream_workers(&self, sm_count: usize) -> usize {
+        sm_count.saturating_mul(self.min_blocks).max(1)
+    }
+
+    /// Tiles of C a problem of m×n has.
+    pub fn tiles(&self, m: usize, n: usize) -> usize {
+        (m / self.block_rows().max(1)).saturating_mul(n / TC_BLOCK_COLS)
+    }
+
+    /// FP32 workspace of a stream-K launch with `workers` workers: two tile-sized slots a
+    /// worker (the sums of its first and of its last tile); none otherwise.
+    pub fn stream_floats(&self, workers: usize) -> usize {
+        match self.stream_k {
+            true => 2 * workers * self.block_rows() * TC_BLOCK_COLS,
+            false => 0,
+        }
+    }
+
+    /// Arrival counters (u32, zero before and after every launch) of a stream-K launch on
+    /// an m×n C: one a tile; none otherwise.
+    pub fn counters(&self, m: usize, n: usize) -> usize {
+        match self.stream_k {
+            true => self.tiles(m, n),
+            false => 0,
+        }
     }
 
     /// The name the kernel and the database know it by (`_sk<split>` for a split of k,
@@ -166,8 +207,9 @@ impl TcConfig {
             1 => String::new(),
             s => format!("_sk{s}"),
         };
+        let schedule = if self.stream_k { "_streamk" } else { "" };
         format!(
-            "tc_{}_wg{}_kw{}_st{}_mb{}_l{}{split}{}",
+            "tc_{}_wg{}_kw{}_st{}_mb{}_l{}{split}{schedule}{}",
             self.dtype,
             self.warpgroups,
             self.kept_rows,
@@ -238,6 +280,12 @@ impl TcConfig {
         }
         if !TC_SPLITS.contains(&self.split_k) {
             return reject(format!("split-K {}: one of {TC_SPLITS:?}", self.split_k));
+        }
+        if self.stream_k && self.split_k != 1 {
+            return reject(format!(
+                "stream-K shares out whole tiles' stages: split-K must be 1, not {}",
+                self.split_k
+            ));
         }
         let registers = (65536 / (self.threads() * self.min_blocks)).min(255);
         if self.estimated_registers() > registers {
@@ -335,6 +383,12 @@ impl TcConfig {
                 self.kept_rows, self.split_k
             ));
         }
+        let units = self.tiles(m, n).saturating_mul(stages);
+        if self.stream_k && units > i32::MAX as usize {
+            return Err(format!(
+                "{units} stream-K units (tiles × stages): a worker counts them in 32 bits"
+            ));
+        }
         // (Problem::new keeps m·k within i32, so 32-bit offsets into A hold.)
         if k > TC_MAX_K {
             return Err(format!(
@@ -350,7 +404,8 @@ impl TcConfig {
         Ok(())
     }
 
-    /// Registers a thread needs: its FP32 accumulators (G·L/2) and [`TC_REGISTER_OVERHEAD`].
+    /// Registers a thread needs: its FP32 accumulators (G·L/2) and [`TC_REGISTER_OVERHEAD`]
+    /// (a stream-K worker fits the same: `tests/compile_tc.rs`).
     pub fn estimated_registers(&self) -> usize {
         self.groups() * self.l / 2 + TC_REGISTER_OVERHEAD
     }
@@ -365,7 +420,10 @@ impl TcConfig {
                     for kept_rows in TC_KEPT_ROWS {
                         for stages in TC_STAGES {
                             for min_blocks in [1, 2] {
-                                for split_k in TC_SPLITS {
+                                // (Stream-K with a split of k is refused below.)
+                                for (split_k, stream_k) in
+                                    TC_SPLITS.into_iter().flat_map(|s| [(s, false), (s, true)])
+                                {
                                     let cfg = TcConfig {
                                         dtype,
                                         warpgroups,
@@ -375,6 +433,7 @@ impl TcConfig {
                                         l,
                                         a_layout,
                                         split_k,
+                                        stream_k,
                                     };
                                     if cfg.validate_structure().is_ok() && cfg.fits_blocks_per_sm()
                                     {
@@ -419,6 +478,7 @@ pub fn render_tc(cfg: &TcConfig) -> Result<super::KernelSource, CodegenError> {
     ctx.insert("stages", &cfg.stages);
     ctx.insert("min_blocks", &cfg.min_blocks);
     ctx.insert("split_k", &cfg.split_k);
+    ctx.insert("stream", &cfg.stream_k);
     ctx.insert("l", &cfg.l);
     ctx.insert("acc_regs", &(cfg.l / 2));
     ctx.insert("transpose_tile", &TC_TRANSPOSE_TILE);
@@ -454,6 +514,7 @@ mod tests {
             l: 128,
             a_layout: ALayout::ColMajor,
             split_k: 1,
+            stream_k: false,
         }
     }
 

@@ -205,13 +205,14 @@ pub fn row_chunk(cfg: &KernelConfig) -> u32 {
     }
 }
 
-/// A stream-K schedule shares out the tiled family's tiles: it replaces split-K.
+/// A stream-K schedule shares out the tiled or tensor-core family's tiles: it replaces
+/// split-K.
 fn stream_k_rules(cfg: &KernelConfig) -> Rule {
     if !cfg.stream_k {
         return Ok(());
     }
-    rule(cfg.family() == Family::Tiled, || {
-        "stream_k applies to the tiled family only".to_string()
+    rule(matches!(cfg.family(), Family::Tiled | Family::Tc), || {
+        "stream_k applies to the tiled and tensor-core families only".to_string()
     })?;
     rule(cfg.split_k == 1, || {
         format!(

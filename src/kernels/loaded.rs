@@ -625,7 +625,23 @@ pub(super) unsafe fn launch_programmatic(
     stream: &Arc<CudaStream>,
     function: &CudaFunction,
     grid: LaunchConfig,
+    params: KernelParams,
+) -> Result<(), DriverError> {
+    // SAFETY: passed on from the caller.
+    unsafe { launch_params(stream, function, grid, params, true) }
+}
+
+/// Launch `function` with `params`, as a programmatic dependent of the kernel before it in
+/// the stream when `programmatic` (sm_90+), else as an ordinary launch.
+///
+/// # Safety
+/// `params` must match the kernel's signature and its pointers stay valid until the kernel ran.
+pub(super) unsafe fn launch_params(
+    stream: &Arc<CudaStream>,
+    function: &CudaFunction,
+    grid: LaunchConfig,
     mut params: KernelParams,
+    programmatic: bool,
 ) -> Result<(), DriverError> {
     let mut list: Vec<*mut c_void> = Vec::new();
     list.extend(
@@ -661,7 +677,7 @@ pub(super) unsafe fn launch_programmatic(
         sharedMemBytes: grid.shared_mem_bytes,
         hStream: stream.cu_stream(),
         attrs: &mut attr,
-        numAttrs: 1,
+        numAttrs: u32::from(programmatic),
     };
     stream.context().bind_to_thread()?;
     // SAFETY: the caller vouches for `params`; `list` points into it and both outlive the call.

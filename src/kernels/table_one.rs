@@ -203,6 +203,7 @@ fn tc_config(
         l: problem.l,
         a_layout: problem.a_layout,
         split_k: 1,
+        stream_k: false,
     };
     KernelConfig::tensor_core(tc, problem.nm)
 }

@@ -56,8 +56,21 @@ impl Workspace {
         kernel: &LoadedKernel,
         (m, n, k): (usize, usize, usize),
     ) -> Result<bool, GpuError> {
-        let floats = kernel.workspace_len(m, n, k);
-        let counters = kernel.counters_len(m, n);
+        self.grow(
+            stream,
+            kernel.workspace_len(m, n, k),
+            kernel.counters_len(m, n),
+        )
+    }
+
+    /// Grow each buffer below `floats` floats or `counters` counters; whether anything grew.
+    /// The caller makes sure that no launch still uses the old buffers.
+    pub fn grow(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        floats: usize,
+        counters: usize,
+    ) -> Result<bool, GpuError> {
         let mut grew = false;
         if floats > self.floats.len() {
             self.floats = alloc_floats(stream, floats)?;

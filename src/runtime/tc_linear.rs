@@ -4,7 +4,7 @@
 use super::{Choice, PreparedWeight, Runtime, RuntimeError};
 use crate::format::tc::TcWeight;
 use crate::gpu::device::{driver_err, upload_on};
-use crate::kernels::tc::TcOperands;
+use crate::kernels::tc::{TcKernel, TcOperands, TcScratch};
 use crate::problem::{ALayout, Dtype, Problem};
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::collections::HashMap;
@@ -32,8 +32,8 @@ pub struct TcLinear {
     layout: ALayout,
     /// Per kept rows a stage: the image of B' and the kept-row table.
     images: HashMap<usize, (CudaSlice<u16>, CudaSlice<u16>)>,
-    /// Row-major A's column-major copy.
-    workspace: Option<CudaSlice<u16>>,
+    /// Row-major A's column-major copy and stream-K kernels' partial sums and counters.
+    scratch: TcScratch,
 }
 
 impl TcLinear {
@@ -57,7 +57,7 @@ impl TcLinear {
             dtype,
             layout,
             images: HashMap::new(),
-            workspace: None,
+            scratch: TcScratch::default(),
         })
     }
 
@@ -98,7 +98,7 @@ impl TcLinear {
         let problem = self.problem(m)?;
         self.check_operands(stream, a, c, &problem)?;
         let kernel = self.runtime.tc_kernel(&choice.config)?;
-        self.ensure_workspace(stream, kernel.config.workspace_elements(m, problem.k))?;
+        self.ensure_scratch(stream, &kernel, (m, problem.n, problem.k))?;
         self.prepare_image(stream, kernel.config.kept_rows)?;
         let (image, kept_k) = &self.images[&kernel.config.kept_rows];
         let ops = TcOperands {
@@ -106,7 +106,7 @@ impl TcLinear {
             image,
             kept_k,
             c,
-            workspace: self.workspace.as_mut(),
+            scratch: &mut self.scratch,
             m,
             n: problem.n,
             k: problem.k,
@@ -135,27 +135,23 @@ impl TcLinear {
         Ok(())
     }
 
-    /// Grow the workspace to `elements` (allocated on `stream`) unless it holds as many. An
-    /// older, smaller one may still be in use by launches on other streams: the context
+    /// Grow the scratch for `kernel` on `shape` (allocated on `stream`) unless it fits. An
+    /// older, smaller buffer may still be in use by launches on other streams: the context
     /// finishes them first.
-    fn ensure_workspace(
+    fn ensure_scratch(
         &mut self,
         stream: &Arc<CudaStream>,
-        elements: usize,
+        kernel: &TcKernel,
+        shape: (usize, usize, usize),
     ) -> Result<(), RuntimeError> {
-        let held = self.workspace.as_ref().map_or(0, |w| w.len());
-        if elements == 0 || held >= elements {
+        if self.scratch.fits(kernel, shape) {
             return Ok(());
         }
         stream
             .context()
             .synchronize()
             .map_err(driver_err("waiting before growing the workspace"))?;
-        self.workspace = Some(
-            stream
-                .alloc_zeros::<u16>(elements)
-                .map_err(driver_err("allocating the workspace"))?,
-        );
+        self.scratch.grow_for(stream, kernel, shape)?;
         Ok(())
     }
 

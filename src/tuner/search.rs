@@ -64,10 +64,11 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
     if serving.contains(&Family::Tc) {
         // A few dozen configurations a problem (33 on average over shapes/llama.yaml):
         // every strategy times them all, splits of k only where the unsplit grid leaves SMs
-        // idle.
+        // idle, stream-K only where it evens out a partial last wave.
         let space = space
             .into_iter()
             .filter(|cfg| cfg.split_k == 1 || tc_grid_leaves_sms_idle(cfg, problem, gpu))
+            .filter(|cfg| !cfg.stream_k || tc_stream_k_balances(cfg, problem, gpu))
             .collect();
         return ranked(space, problem, gpu);
     }
@@ -108,6 +109,19 @@ fn tc_grid_leaves_sms_idle(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfi
     let unsplit = KernelConfig { split_k: 1, ..*cfg };
     let resident = crate::model::blocks_per_sm(&unsplit, gpu, None) * gpu.sm_count;
     unsplit.tiles(problem.m, problem.n) < resident as usize
+}
+
+/// Whether `cfg`'s stream-K schedule (tensor-core family) can even out what its tile grid
+/// leaves unbalanced on `problem`: the tiles are not a whole number of waves of its workers,
+/// and the workers (`min_blocks` an SM) are resident at once with the problem's kept-row
+/// table.
+fn tc_stream_k_balances(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
+    let Some(tc) = cfg.as_tc() else {
+        return false;
+    };
+    let workers = tc.stream_workers(gpu.sm_count as usize);
+    let resident = tc.min_blocks * tc.smem_bytes(problem.w()) <= gpu.smem_per_sm as usize;
+    resident && tc.tiles(problem.m, problem.n) % workers != 0
 }
 
 fn whole_tiles(space: Vec<KernelConfig>) -> Vec<KernelConfig> {
@@ -157,21 +171,40 @@ pub fn with_pipeline_twins(
 pub const STREAM_K_TOP: usize = 3;
 
 /// `picked` followed by the valid stream-K variants of its first [`STREAM_K_TOP`] tiled
-/// configurations that do not split k (none for decode-sized problems).
+/// configurations that do not split k (none for decode-sized problems), and of its first
+/// tensor-core ones whose schedule evens out a partial last wave
+/// ([`tc_stream_k_balances`]).
 pub fn with_stream_k(
     picked: Vec<KernelConfig>,
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    let firsts =
-        |cfg: &KernelConfig| cfg.family() == Family::Tiled && cfg.split_k == 1 && !cfg.stream_k;
-    with_variants(picked, problem, gpu, (firsts, STREAM_K_TOP), |cfg| {
-        [KernelConfig {
+    let firsts = |cfg: &KernelConfig| {
+        let variant = KernelConfig {
             stream_k: true,
-            tma: false,
-            dtype: Dtype::F32,
+            ..*cfg
+        };
+        cfg.split_k == 1
+            && !cfg.stream_k
+            && match cfg.family() {
+                Family::Tiled => true,
+                Family::Tc => tc_stream_k_balances(&variant, problem, gpu),
+                _ => false,
+            }
+    };
+    with_variants(picked, problem, gpu, (firsts, STREAM_K_TOP), |cfg| {
+        let variant = KernelConfig {
+            stream_k: true,
             ..cfg
-        }]
+        };
+        match cfg.family() {
+            Family::Tc => [variant],
+            _ => [KernelConfig {
+                tma: false,
+                dtype: Dtype::F32,
+                ..variant
+            }],
+        }
     })
 }
 

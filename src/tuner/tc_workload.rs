@@ -9,9 +9,9 @@ use super::workload::{random_weight, rotation_sets, DeviceWeight};
 use crate::format::tc::{decode, encode, tolerance, TcWeight};
 use crate::gpu::device::driver_err;
 use crate::gpu::{Gpu, GpuError};
-use crate::kernels::tc::{TcKernel, TcOperands};
+use crate::kernels::tc::{TcKernel, TcOperands, TcScratch};
 use crate::kernels::OperandError;
-use crate::problem::{ALayout, Dtype, Problem};
+use crate::problem::{Dtype, Problem};
 use cudarc::driver::CudaSlice;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -84,8 +84,9 @@ pub struct TcBench<'w> {
     a_sets: Vec<CudaSlice<u16>>,
     c_sets: Vec<CudaSlice<u16>>,
     reference: CudaSlice<u16>,
-    /// Row-major A's column-major copy, made by the candidate's first pass (timed with it).
-    workspace: Option<CudaSlice<u16>>,
+    /// Row-major A's column-major copy, made by the candidate's first pass (timed with it),
+    /// and a stream-K candidate's partial sums and counters; grown for each candidate.
+    scratch: TcScratch,
 }
 
 impl<'w> TcBench<'w> {
@@ -113,17 +114,13 @@ impl<'w> TcBench<'w> {
             a_sets.push(a);
             c_sets.push(alloc(c_len)?);
         }
-        let workspace = match problem.a_layout {
-            ALayout::RowMajor => Some(alloc(a_len)?),
-            ALayout::ColMajor => None,
-        };
         let mut bench = Self {
             problem,
             weight,
             a_sets,
             c_sets,
             reference: alloc(c_len)?,
-            workspace,
+            scratch: TcScratch::default(),
         };
         let shape = bench.shape();
         gpu.gemm_16bit(
@@ -211,6 +208,8 @@ impl<'w> TcBench<'w> {
         let set = i % self.a_sets.len();
         let (m, n, k) = (self.problem.m, self.problem.n, self.problem.k);
         let w = self.weight.w();
+        // (Stream-ordered: a buffer it replaces is freed after the launches before.)
+        self.scratch.grow_for(&gpu.stream, kernel, (m, n, k))?;
         let (image, kept_k) = self
             .weight
             .image(gpu, kernel.config.kept_rows)
@@ -223,7 +222,7 @@ impl<'w> TcBench<'w> {
             image,
             kept_k,
             c: &mut self.c_sets[set],
-            workspace: self.workspace.as_mut(),
+            scratch: &mut self.scratch,
             m,
             n,
             k,
