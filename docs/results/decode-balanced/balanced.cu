@@ -325,6 +325,7 @@ double copy_bandwidth(cudaStream_t stream) {
     return 2.0 * cb / (ms[2] * 1e-3) / 1e9;
 }
 
+#ifndef BALANCED_NO_MAIN
 int main() {
     cudaStream_t stream;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -366,3 +367,4 @@ int main() {
     }
     return 0;
 }
+#endif  // BALANCED_NO_MAIN
