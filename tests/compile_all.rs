@@ -1,16 +1,19 @@
 //! Renders and compiles the kernels of `compile_set` with NVRTC for sm_80, sm_89 and sm_90.
 //!
-//! The full space is about 4,000 distinct kernels per (N:M, L) pattern at 0.3–2 s each,
+//! The full space is about 4,000 distinct kernels per (N:M, L) pattern at 0.3–5 s each,
 //! far beyond a CI budget, so by default the test compiles a deterministic stratified
-//! sample: for every (A copy path, packing, m_t, n_t) stratum of every pattern and A layout
-//! (and, for the element-wise family, every k_s: its windows per stage set how much of the
-//! loop is unrolled),
-//! `PRIMARY_PER_STRATUM` kernels spread evenly over the stratum for sm_90; for sm_80 and
-//! sm_89, alternately, one kernel per code path (A copy path, packing, element-wise windows)
-//! of every pattern; plus the stream-K entry of every 8th sampled tiled
-//! kernel and the tensor-copy variant (sm_90) of every 4th that can take one.
-//! `NMTUNE_COMPILE_SAMPLE=full` compiles every
-//! distinct kernel for all three architectures.
+//! sample. Strata are (A copy path, packing, m_t, n_t) and, for the element-wise family,
+//! k_s (its windows per stage set how much of the loop is unrolled). Patterns come in
+//! groups of siblings whose kernels run the same code with other constants (the three
+//! sparse M = 32, L = 32 patterns; the three small windows; the three element-wise ones;
+//! dense alone): for sm_90, `PRIMARY_PER_STRATUM` kernels of every stratum of a group,
+//! spread evenly over the stratum, taken from one sibling in turn, so that every code path
+//! and tile shape compiles once a group and every pattern gets a share; for sm_80 and sm_89,
+//! alternately, one kernel per code path (A copy path, packing, element-wise windows) of
+//! every pattern; plus the stream-K entry of every 8th sampled tiled kernel and the
+//! tensor-copy variant (sm_90) of every 4th that can take one.
+//! `NMTUNE_COMPILE_SAMPLE=full` compiles every distinct kernel of every pattern for all
+//! three architectures.
 //!
 //! Cubins are cached under `$NMTUNE_CACHE_DIR` (default: cargo's target tmp folder), so a
 //! rerun compiles nothing. Without NVRTC the test prints "SKIPPED: NVRTC not found" and
@@ -30,19 +33,14 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// (N, M, L) patterns compiled: the paper's M = 32 sparsities, dense, and small windows; and
-/// element-wise (L = 1) at the sparsest and densest M = 32 patterns and a small window.
-const PATTERNS: [(u32, u32, u32); 10] = [
-    (16, 32, 32),
-    (8, 32, 32),
-    (4, 32, 32),
-    (32, 32, 32),
-    (2, 4, 4),
-    (2, 4, 8),
-    (4, 8, 16),
-    (4, 32, 1),
-    (16, 32, 1),
-    (2, 4, 1),
+/// (N, M, L) patterns compiled, in groups of siblings (see the module comment): the paper's
+/// M = 32 sparsities, dense, small windows, and element-wise (L = 1) at the sparsest and
+/// densest M = 32 patterns and a small window.
+const SIBLING_GROUPS: [&[(u32, u32, u32)]; 4] = [
+    &[(16, 32, 32), (8, 32, 32), (4, 32, 32)],
+    &[(32, 32, 32)],
+    &[(2, 4, 4), (2, 4, 8), (4, 8, 16)],
+    &[(4, 32, 1), (16, 32, 1), (2, 4, 1)],
 ];
 const PRIMARY_ARCH: &str = "sm_90";
 const SECONDARY_ARCHS: [&str; 2] = ["sm_80", "sm_89"];
@@ -152,71 +150,95 @@ fn check_module(kernel: &CompiledKernel, name: &str, base: &str) -> Result<(), S
 fn plan_jobs(full: bool) -> Vec<Job> {
     let gpu = GpuProfile::builtin("h100").expect("built-in h100 profile");
     let mut jobs = Vec::new();
-    for (n, m, l) in PATTERNS {
-        let nm = NmPattern::new(n, m).expect("valid pattern");
-        let pattern = format!("{nm} L={l}");
-        let kernels: Vec<KernelConfig> = ALayout::ALL
-            .into_iter()
-            .flat_map(|layout| compile_set(nm, l, layout, &gpu))
-            .collect();
-        assert!(!kernels.is_empty(), "no kernel for {pattern}");
-        let (primary, secondary) = if full {
-            (kernels.clone(), kernels)
-        } else {
-            sample(&kernels)
-        };
-        // The stream-K entry of every STREAM_K_EVERY-th sampled tiled kernel (its module holds
-        // the data-parallel kernel too).
-        let stream_k = primary
+    for group in SIBLING_GROUPS {
+        let siblings: Vec<(String, Vec<KernelConfig>)> = group
             .iter()
-            .filter(|c| c.family() == Family::Tiled && c.split_k == 1)
-            .step_by(STREAM_K_EVERY)
-            .map(|c| KernelConfig {
-                stream_k: true,
-                tma: false,
-                dtype: Dtype::F32,
-                ..*c
+            .map(|&(n, m, l)| {
+                let nm = NmPattern::new(n, m).expect("valid pattern");
+                let pattern = format!("{nm} L={l}");
+                let kernels: Vec<KernelConfig> = ALayout::ALL
+                    .into_iter()
+                    .flat_map(|layout| compile_set(nm, l, layout, &gpu))
+                    .collect();
+                assert!(!kernels.is_empty(), "no kernel for {pattern}");
+                (pattern, kernels)
             })
-            .collect::<Vec<_>>();
-        let tensor = primary
-            .iter()
-            .filter(|c| c.tma_capable())
-            .step_by(TMA_EVERY)
-            .map(|c| KernelConfig { tma: true, ..*c })
-            .collect::<Vec<_>>();
-        for cfg in primary.into_iter().chain(stream_k).chain(tensor) {
-            jobs.push(Job {
-                pattern: pattern.clone(),
-                cfg,
-                arch: PRIMARY_ARCH,
-            });
-        }
-        for (i, cfg) in secondary.into_iter().enumerate() {
-            let archs: Vec<&'static str> = if full {
-                SECONDARY_ARCHS.to_vec()
+            .collect();
+        let primaries = if full {
+            siblings.iter().map(|(_, kernels)| kernels.clone()).collect()
+        } else {
+            sample_group(&siblings)
+        };
+        for ((pattern, kernels), primary) in siblings.iter().zip(primaries) {
+            let secondary = if full {
+                kernels.clone()
             } else {
-                vec![SECONDARY_ARCHS[i % SECONDARY_ARCHS.len()]]
+                one_per_path(kernels)
             };
-            for arch in archs {
-                jobs.push(Job {
-                    pattern: pattern.clone(),
-                    cfg,
-                    arch,
-                });
-            }
+            push_jobs(&mut jobs, pattern, primary, secondary, full);
         }
     }
     jobs
 }
 
-/// Stratified deterministic sample of one pattern's kernels: strata by (A copy path,
-/// packing, m_t, n_t, k_s for the element-wise family, and whether the tiled family's inner
-/// loop runs in row chunks); within a stratum, configurations
-/// spread evenly over its sorted order
-/// (which varies m_s, n_s, k_s, the warp layout, the stages and min_blocks). Returns
-/// (sm_90 sample, secondary sample).
-fn sample(kernels: &[KernelConfig]) -> (Vec<KernelConfig>, Vec<KernelConfig>) {
-    type Stratum = (ACopy, bool, u32, u32, u32, bool);
+/// One pattern's jobs: its sm_90 kernels with their stream-K and tensor-copy variants, and
+/// its kernels for the other architectures.
+fn push_jobs(
+    jobs: &mut Vec<Job>,
+    pattern: &str,
+    primary: Vec<KernelConfig>,
+    secondary: Vec<KernelConfig>,
+    full: bool,
+) {
+    // The stream-K entry of every STREAM_K_EVERY-th sampled tiled kernel (its module holds
+    // the data-parallel kernel too).
+    let stream_k = primary
+        .iter()
+        .filter(|c| c.family() == Family::Tiled && c.split_k == 1)
+        .step_by(STREAM_K_EVERY)
+        .map(|c| KernelConfig {
+            stream_k: true,
+            tma: false,
+            dtype: Dtype::F32,
+            ..*c
+        })
+        .collect::<Vec<_>>();
+    let tensor = primary
+        .iter()
+        .filter(|c| c.tma_capable())
+        .step_by(TMA_EVERY)
+        .map(|c| KernelConfig { tma: true, ..*c })
+        .collect::<Vec<_>>();
+    for cfg in primary.into_iter().chain(stream_k).chain(tensor) {
+        jobs.push(Job {
+            pattern: pattern.to_string(),
+            cfg,
+            arch: PRIMARY_ARCH,
+        });
+    }
+    for (i, cfg) in secondary.into_iter().enumerate() {
+        let archs: Vec<&'static str> = if full {
+            SECONDARY_ARCHS.to_vec()
+        } else {
+            vec![SECONDARY_ARCHS[i % SECONDARY_ARCHS.len()]]
+        };
+        for arch in archs {
+            jobs.push(Job {
+                pattern: pattern.to_string(),
+                cfg,
+                arch,
+            });
+        }
+    }
+}
+
+/// (A copy path, packing, m_t, n_t, the element-wise family's k_s, whether the tiled
+/// family's inner loop runs in row chunks).
+type Stratum = (ACopy, bool, u32, u32, u32, bool);
+
+/// One pattern's kernels by stratum, each stratum in the kernels' order (which varies m_s,
+/// n_s, k_s, the warp layout, the stages and min_blocks).
+fn strata(kernels: &[KernelConfig]) -> BTreeMap<Stratum, Vec<KernelConfig>> {
     let mut strata: BTreeMap<Stratum, Vec<KernelConfig>> = BTreeMap::new();
     for cfg in kernels {
         let windows = if cfg.family() == Family::Ew {
@@ -230,25 +252,44 @@ fn sample(kernels: &[KernelConfig]) -> (Vec<KernelConfig>, Vec<KernelConfig>) {
             .or_default()
             .push(*cfg);
     }
-    let mut primary = Vec::new();
-    // The secondary architectures compile one kernel per code path (A copy path, packing,
-    // and the element-wise family's windows a stage), the middle member of the path's
-    // kernels: what differs between sm_80, sm_89 and sm_90 in the rendered source is the
-    // copy path, not the tile sizes, which sm_90 covers stratum by stratum. Chunked kernels
-    // (sm_90's tuning) only sm_90.
+    strata
+}
+
+/// The sm_90 sample of a group of sibling patterns, one list per sibling: the group's
+/// strata in order, the j-th taken from sibling j mod (siblings), or from the next sibling
+/// that has it.
+fn sample_group(siblings: &[(String, Vec<KernelConfig>)]) -> Vec<Vec<KernelConfig>> {
+    let by_sibling: Vec<_> = siblings.iter().map(|(_, kernels)| strata(kernels)).collect();
+    let keys: std::collections::BTreeSet<Stratum> =
+        by_sibling.iter().flat_map(|s| s.keys().copied()).collect();
+    let mut primaries = vec![Vec::new(); siblings.len()];
+    for (j, key) in keys.iter().enumerate() {
+        let owner = (0..siblings.len())
+            .map(|d| (j + d) % siblings.len())
+            .find(|&s| by_sibling[s].contains_key(key))
+            .expect("a stratum of the group belongs to some sibling");
+        primaries[owner].extend(spread(&by_sibling[owner][key], PRIMARY_PER_STRATUM));
+    }
+    primaries
+}
+
+/// The secondary architectures compile one kernel per code path (A copy path, packing, and
+/// the element-wise family's windows a stage), the middle member of the path's kernels:
+/// what differs between sm_80, sm_89 and sm_90 in the rendered source is the copy path, not
+/// the tile sizes, which sm_90 covers stratum by stratum. Chunked kernels (sm_90's tuning)
+/// only sm_90.
+fn one_per_path(kernels: &[KernelConfig]) -> Vec<KernelConfig> {
     let mut paths: BTreeMap<(ACopy, bool, u32), Vec<KernelConfig>> = BTreeMap::new();
-    for (stratum, members) in &strata {
-        primary.extend(spread(members, PRIMARY_PER_STRATUM));
+    for (stratum, members) in strata(kernels) {
         if !stratum.5 {
             let path = paths.entry((stratum.0, stratum.1, stratum.4)).or_default();
-            path.extend(members.iter().copied());
+            path.extend(members);
         }
     }
-    let secondary = paths
+    paths
         .values()
         .map(|members| members[members.len() / 2])
-        .collect();
-    (primary, secondary)
+        .collect()
 }
 
 /// `count` members at evenly spaced positions, first and last included.
