@@ -165,7 +165,10 @@ fn plan_jobs(full: bool) -> Vec<Job> {
             })
             .collect();
         let primaries = if full {
-            siblings.iter().map(|(_, kernels)| kernels.clone()).collect()
+            siblings
+                .iter()
+                .map(|(_, kernels)| kernels.clone())
+                .collect()
         } else {
             sample_group(&siblings)
         };
@@ -259,7 +262,10 @@ fn strata(kernels: &[KernelConfig]) -> BTreeMap<Stratum, Vec<KernelConfig>> {
 /// strata in order, the j-th taken from sibling j mod (siblings), or from the next sibling
 /// that has it.
 fn sample_group(siblings: &[(String, Vec<KernelConfig>)]) -> Vec<Vec<KernelConfig>> {
-    let by_sibling: Vec<_> = siblings.iter().map(|(_, kernels)| strata(kernels)).collect();
+    let by_sibling: Vec<_> = siblings
+        .iter()
+        .map(|(_, kernels)| strata(kernels))
+        .collect();
     let keys: std::collections::BTreeSet<Stratum> =
         by_sibling.iter().flat_map(|s| s.keys().copied()).collect();
     let mut primaries = vec![Vec::new(); siblings.len()];

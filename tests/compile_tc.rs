@@ -34,7 +34,11 @@ fn every_tensor_core_configuration_compiles_without_spills() {
     let fp16_step = if full { 1 } else { FP16_EVERY };
     let configs: Vec<TcConfig> = TcConfig::search_space(Dtype::Bf16)
         .into_iter()
-        .chain(TcConfig::search_space(Dtype::F16).into_iter().step_by(fp16_step))
+        .chain(
+            TcConfig::search_space(Dtype::F16)
+                .into_iter()
+                .step_by(fp16_step),
+        )
         .collect();
     let failures: Vec<String> = configs
         .par_iter()
