@@ -325,8 +325,10 @@ double copy_bandwidth(cudaStream_t stream) {
     return 2.0 * cb / (ms[2] * 1e-3) / 1e9;
 }
 
-#ifndef BALANCED_NO_MAIN
-int main() {
+// Every experiment of this folder: the four problems, two rounds, each problem's committed
+// winner first, then the experiment's variants (`Set::template run<N>(stream, data, sms, copy)`).
+template <typename Set>
+int run_problems() {
     cudaStream_t stream;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     const double copy = copy_bandwidth(stream);
@@ -340,31 +342,41 @@ int main() {
             Data x = make_data(5120, 5120, 12);
             printf("1 x 5120 x 5120 at 12:32, %.1f MB\n", weight_mb(x));
             time_winner(stream, x, W12_5120_MAIN, W12_5120_REDUCE, 64, 8, 3, "winner ns64 w8 cp3 sk3", copy);
-            balanced_set<12>(stream, x, sms, copy);
+            Set::template run<12>(stream, x, sms, copy);
             free_data(x);
         }
         {
             Data x = make_data(5120, 13824, 4);
             printf("1 x 5120 x 13824 at 4:32, %.1f MB\n", weight_mb(x));
             time_winner(stream, x, W4_5120_MAIN, W4_5120_REDUCE, 64, 8, 3, "winner ns64 w8 cp3 sk3", copy);
-            balanced_set<4>(stream, x, sms, copy);
+            Set::template run<4>(stream, x, sms, copy);
             free_data(x);
         }
         {
             Data x = make_data(13824, 5120, 4);
-            printf("1 x 13824 x 5120 at 4:32, %.1f MB (control: an unsplit winner at 91 %%)\n", weight_mb(x));
+            printf("1 x 13824 x 5120 at 4:32, %.1f MB (control)\n", weight_mb(x));
             time_winner(stream, x, W4_13824_MAIN, W4_13824_REDUCE, 64, 16, 1, "winner ns64 w16 cp1 sk1", copy);
-            balanced_set<4>(stream, x, sms, copy);
+            Set::template run<4>(stream, x, sms, copy);
             free_data(x);
         }
         {
             Data x = make_data(6656, 6656, 8);
-            printf("1 x 6656 x 6656 at 8:32, %.1f MB (control: an unsplit winner at 89 %%)\n", weight_mb(x));
+            printf("1 x 6656 x 6656 at 8:32, %.1f MB (control)\n", weight_mb(x));
             time_winner(stream, x, W8_6656_MAIN, W8_6656_REDUCE, 32, 16, 1, "winner ns32 w16 cp1 sk1", copy);
-            balanced_set<8>(stream, x, sms, copy);
+            Set::template run<8>(stream, x, sms, copy);
             free_data(x);
         }
     }
     return 0;
 }
+
+#ifndef BALANCED_NO_MAIN
+struct BalancedSet {
+    template <int N>
+    static void run(cudaStream_t stream, Data& x, int sms, double copy) {
+        balanced_set<N>(stream, x, sms, copy);
+    }
+};
+
+int main() { return run_problems<BalancedSet>(); }
 #endif  // BALANCED_NO_MAIN

@@ -112,44 +112,11 @@ void columns_set(cudaStream_t stream, Data& x, int sms, double copy) {
     time_columns<3, 8, 4, 16, N>(stream, x, sms, copy);   // ns24
 }
 
-int main() {
-    cudaStream_t stream;
-    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    const double copy = copy_bandwidth(stream);
-    cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    const int sms = prop.multiProcessorCount;
-    printf("%s, %d SMs; copy %.1f GB/s\n", prop.name, sms, copy);
-    for (int round = 0; round < 2; ++round) {
-        printf("round %d\n", round + 1);
-        {
-            Data x = make_data(5120, 5120, 12);
-            printf("1 x 5120 x 5120 at 12:32, %.1f MB\n", weight_mb(x));
-            time_winner(stream, x, W12_5120_MAIN, W12_5120_REDUCE, 64, 8, 3, "winner ns64 w8 cp3 sk3", copy);
-            columns_set<12>(stream, x, sms, copy);
-            free_data(x);
-        }
-        {
-            Data x = make_data(5120, 13824, 4);
-            printf("1 x 5120 x 13824 at 4:32, %.1f MB\n", weight_mb(x));
-            time_winner(stream, x, W4_5120_MAIN, W4_5120_REDUCE, 64, 8, 3, "winner ns64 w8 cp3 sk3", copy);
-            columns_set<4>(stream, x, sms, copy);
-            free_data(x);
-        }
-        {
-            Data x = make_data(13824, 5120, 4);
-            printf("1 x 13824 x 5120 at 4:32, %.1f MB (control)\n", weight_mb(x));
-            time_winner(stream, x, W4_13824_MAIN, W4_13824_REDUCE, 64, 16, 1, "winner ns64 w16 cp1 sk1", copy);
-            columns_set<4>(stream, x, sms, copy);
-            free_data(x);
-        }
-        {
-            Data x = make_data(6656, 6656, 8);
-            printf("1 x 6656 x 6656 at 8:32, %.1f MB (control)\n", weight_mb(x));
-            time_winner(stream, x, W8_6656_MAIN, W8_6656_REDUCE, 32, 16, 1, "winner ns32 w16 cp1 sk1", copy);
-            columns_set<8>(stream, x, sms, copy);
-            free_data(x);
-        }
+struct ColumnsSet {
+    template <int N>
+    static void run(cudaStream_t stream, Data& x, int sms, double copy) {
+        columns_set<N>(stream, x, sms, copy);
     }
-    return 0;
-}
+};
+
+int main() { return run_problems<ColumnsSet>(); }
