@@ -2,8 +2,9 @@
 //!
 //! The full space is about 4,000 distinct kernels per (N:M, L) pattern at 0.3–5 s each,
 //! far beyond a CI budget, so by default the test compiles a deterministic stratified
-//! sample. Strata are (A copy path, packing, m_t, n_t) and, for the element-wise family,
-//! k_s (its windows per stage set how much of the loop is unrolled). Patterns come in
+//! sample. Strata are (A copy path, packing, m_t, n_t, whether the tiled family's inner
+//! loop runs in row chunks) and, for the element-wise family, k_s (its windows per stage
+//! set how much of the loop is unrolled). Patterns come in
 //! groups of siblings whose kernels run the same code with other constants (the three
 //! sparse M = 32, L = 32 patterns; the three small windows; the three element-wise ones;
 //! dense alone): for sm_90, `PRIMARY_PER_STRATUM` kernels of every stratum of a group,
