@@ -4,7 +4,7 @@
 //
 // Why: of the 55 m = 1, L = 32 entries of tuning-db/h200-decode.sqlite whose weight is at
 // least 32 MB, the two below issue 14's 85 % line are both n = 5120 layers (5120 × 5120 at
-// 12:32, 79.6 %; 5120 × 13824 at 4:32, 77.7 %), and n = 5120 is 4 of the 8 misses at L = 1.
+// 12:32, 79.6 %; 5120 × 13824 at 4:32, 77.7 %), and n = 5120 is 3 of the 7 misses at L = 1.
 // 5120 columns make 80 or 160 column blocks on 132 SMs; the tuner's answer is split 3 (240
 // blocks) and a reduction kernel. From the report, the time of the n = 5120 split-3 entries
 // over their bytes is about 3.2 µs + bytes / 4.6 TB/s, that of the unsplit 13824-wide
