@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 }  // namespace cols
 
 template <int LANES, int NT, int U, int WARPS, int N>
-void time_columns(cudaStream_t stream, Data& x, int sms, double copy) {
+void time_columns(cudaStream_t stream, Data& x, double copy) {
     auto kernel = cols::columns<LANES, NT, U, WARPS, N>;
     constexpr int NS = LANES * NT;
     int per_sm = 0;
@@ -95,27 +95,26 @@ void time_columns(cudaStream_t stream, Data& x, int sms, double copy) {
     snprintf(label, sizeof label, "columns ns%d (%d lanes) nt%d u%d w%d: %d blocks, %d/SM", NS,
              LANES, NT, U, WARPS, blocks, per_sm);
     report(label, time_bursts(stream, one), x, copy, err);
-    (void)sms;
 }
 
 template <int N>
-void columns_set(cudaStream_t stream, Data& x, int sms, double copy) {
-    time_columns<4, 8, 4, 16, N>(stream, x, sms, copy);   // ns32: the winners' lanes
-    time_columns<8, 8, 4, 8, N>(stream, x, sms, copy);    // ns64
-    time_columns<5, 8, 4, 16, N>(stream, x, sms, copy);   // ns40
-    time_columns<5, 8, 4, 8, N>(stream, x, sms, copy);
-    time_columns<5, 8, 8, 8, N>(stream, x, sms, copy);
-    time_columns<5, 4, 4, 16, N>(stream, x, sms, copy);   // ns20
-    time_columns<5, 4, 8, 8, N>(stream, x, sms, copy);
-    time_columns<10, 4, 4, 16, N>(stream, x, sms, copy);  // ns40 of 4-column lanes
-    time_columns<10, 8, 4, 16, N>(stream, x, sms, copy);  // ns80
-    time_columns<3, 8, 4, 16, N>(stream, x, sms, copy);   // ns24
+void columns_set(cudaStream_t stream, Data& x, double copy) {
+    time_columns<4, 8, 4, 16, N>(stream, x, copy);   // ns32: the winners' lanes
+    time_columns<8, 8, 4, 8, N>(stream, x, copy);    // ns64
+    time_columns<5, 8, 4, 16, N>(stream, x, copy);   // ns40
+    time_columns<5, 8, 4, 8, N>(stream, x, copy);
+    time_columns<5, 8, 8, 8, N>(stream, x, copy);
+    time_columns<5, 4, 4, 16, N>(stream, x, copy);   // ns20
+    time_columns<5, 4, 8, 8, N>(stream, x, copy);
+    time_columns<10, 4, 4, 16, N>(stream, x, copy);  // ns40 of 4-column lanes
+    time_columns<10, 8, 4, 16, N>(stream, x, copy);  // ns80
+    time_columns<3, 8, 4, 16, N>(stream, x, copy);   // ns24
 }
 
 struct ColumnsSet {
     template <int N>
-    static void run(cudaStream_t stream, Data& x, int sms, double copy) {
-        columns_set<N>(stream, x, sms, copy);
+    static void run(cudaStream_t stream, Data& x, int /*sms*/, double copy) {
+        columns_set<N>(stream, x, copy);
     }
 };
 

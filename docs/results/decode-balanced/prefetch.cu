@@ -124,9 +124,8 @@ void ahead_set(cudaStream_t stream, Data& x, double copy) {
 
 struct PrefetchSet {
     template <int N>
-    static void run(cudaStream_t stream, Data& x, int sms, double copy) {
+    static void run(cudaStream_t stream, Data& x, int /*sms*/, double copy) {
         ahead_set<N>(stream, x, copy);
-        (void)sms;
     }
 };
 
