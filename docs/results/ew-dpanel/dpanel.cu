@@ -21,6 +21,8 @@
 //     D offset computed for the panel layout), on random data checked against a CPU
 //     reference; and the one-stage siblings of the two two-stage winners, whose panel twins
 //     spill at 128 registers.
+// run.sh then counts, with ncu, the DRAM and L2 bytes each variant reads on the first two
+// problems: whether D's row-major sectors cost more DRAM bytes than they hold.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -43,8 +45,17 @@
 
 constexpr int WINDOW_M = 32;
 
+// DPANEL_NCU set: one round of the first entries, each variant launched once (for ncu's
+// byte counts, run.sh), no timing.
+static const bool for_ncu = getenv("DPANEL_NCU") != nullptr;
+
 template <typename K>
 double time_bursts(cudaStream_t stream, K launch_one) {
+    if (for_ncu) {
+        launch_one(1);
+        CHECK(cudaStreamSynchronize(stream));
+        return 1.0;
+    }
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a));
     CHECK(cudaEventCreate(&b));
@@ -321,9 +332,10 @@ int main() {
         ENTRY(C16_4096_4096, 4096, 4096, 16, 1, 32, 16, 1, "ns32 nt8 w16 cp1 (sibling)"),
         ENTRY(C8_4096_11008, 4096, 11008, 8, 1, 32, 16, 1, "ns32 nt8 w16 cp1 (sibling)"),
     };
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0; round < (for_ncu ? 1 : 2); ++round) {
         printf("round %d\n", round + 1);
         for (const Entry& e : entries) {
+            if (for_ncu && &e - entries >= 2) break;
             Data x = make_data(e.n, e.k, e.nkept, e.ns);
             printf("1 x %d x %d at %d:32, L = 1, B' and D %.1f MB\n", e.n, e.k, e.nkept,
                    weight_bytes(x) / 1e6);
