@@ -20,7 +20,11 @@
 //     (winners.cuh, make-winners.sh), against their panel twins (the same source with a lane's
 //     D offset computed for the panel layout), on random data checked against a CPU
 //     reference; and the one-stage siblings of the two two-stage winners, whose panel twins
-//     spill at 128 registers.
+//     spill at 128 registers. Call 2 adds a third twin, "wide" (make-winners.sh, wide.py): D
+//     row-major as committed, but a lane's 8 bytes of a D row (NT = 8) loaded as one uint2
+//     instead of two words, and the sweep the same way (DMODE 3): call 1 found D's layout
+//     costing the sweep 10 points of the copy bandwidth at n = 4096 with the DRAM bytes equal,
+//     and L2 requests 1.6 times the panels'.
 // run.sh then counts, with ncu, the DRAM and L2 bytes each variant reads on the first two
 // problems: whether D's row-major sectors cost more DRAM bytes than they hold.
 #include <cuda_runtime.h>
@@ -94,7 +98,8 @@ void launch(cudaStream_t stream, void (*kernel)(Params...), dim3 grid, int block
 }
 
 // ---- 1. the sweep alone -------------------------------------------------------------------
-// DMODE 0: no D; 1: D row-major (w × n bytes); 2: D in panels of NS columns.
+// DMODE 0: no D; 1: D row-major (w × n bytes); 2: D in panels of NS columns; 3: D row-major,
+// a lane's VEC words of a row as one load (uint2 where VEC = 2).
 template <int NS, int NT, int U, int WARPS, int DMODE>
 __global__ void __launch_bounds__(WARPS * 32)
     sweep(const float* __restrict__ B, const unsigned char* __restrict__ D, int w, int n,
@@ -120,7 +125,18 @@ __global__ void __launch_bounds__(WARPS * 32)
                 size_t dat = at;
                 if (DMODE == 2)
                     dat = static_cast<size_t>(blockIdx.x) * w * NS + static_cast<size_t>(u) * NS + lc + 4 * v;
-                d[j][v] = DMODE != 0 && ok ? __ldcs(reinterpret_cast<const unsigned*>(D + dat)) : 0u;
+                if (DMODE != 3)
+                    d[j][v] = DMODE != 0 && ok ? __ldcs(reinterpret_cast<const unsigned*>(D + dat)) : 0u;
+            }
+            if (DMODE == 3) {
+                const size_t at0 = static_cast<size_t>(u) * n + col;
+                if constexpr (VEC == 2) {
+                    const uint2 p = ok ? __ldcs(reinterpret_cast<const uint2*>(D + at0)) : make_uint2(0u, 0u);
+                    d[j][0] = p.x;
+                    d[j][1] = p.y;
+                } else {
+                    d[j][0] = ok ? __ldcs(reinterpret_cast<const unsigned*>(D + at0)) : 0u;
+                }
             }
         }
         if (!waited) {
@@ -249,7 +265,7 @@ void time_sweep(cudaStream_t stream, Data& x, double copy) {
     };
     char label[96];
     snprintf(label, sizeof label, "sweep ns%d nt%d u%d w%d %s", NS, NT, U, WARPS,
-             DMODE == 0 ? "B' only" : DMODE == 1 ? "D row-major" : "D panels");
+             DMODE == 0 ? "B' only" : DMODE == 1 ? "D row-major" : DMODE == 2 ? "D panels" : "D row-major, one load");
     const double bytes = DMODE == 0 ? 4.0 * x.w * x.n : weight_bytes(x);
     report(label, time_bursts(stream, one), bytes, copy, -1.0);
 }
@@ -304,13 +320,13 @@ double copy_bandwidth(cudaStream_t stream) {
 
 struct Entry {
     int n, k, nkept, ms, ns, warps, split;
-    Main main, panel;
+    Main main, panel, wide;
     Reduce reduce;
     const char* label;
 };
 
 #define ENTRY(P, n, k, nkept, ms, ns, warps, split, what) \
-    Entry { n, k, nkept, ms, ns, warps, split, P##_MAIN, P##_PANEL, P##_REDUCE, what }
+    Entry { n, k, nkept, ms, ns, warps, split, P##_MAIN, P##_PANEL, P##_WIDE, P##_REDUCE, what }
 
 int main() {
     cudaStream_t stream;
@@ -344,10 +360,13 @@ int main() {
             time_winner(stream, x, e.main, e.reduce, false, e.ms, e.warps, e.split, label, copy);
             snprintf(label, sizeof label, "panel twin %s", e.label);
             time_winner(stream, x, e.panel, e.reduce, true, e.ms, e.warps, e.split, label, copy);
+            snprintf(label, sizeof label, "wide twin %s", e.label);
+            time_winner(stream, x, e.wide, e.reduce, false, e.ms, e.warps, e.split, label, copy);
             if (e.ns == 32) {
                 time_sweep<32, 8, 4, 16, 0>(stream, x, copy);
                 time_sweep<32, 8, 4, 16, 1>(stream, x, copy);
                 time_sweep<32, 8, 4, 16, 2>(stream, x, copy);
+                time_sweep<32, 8, 4, 16, 3>(stream, x, copy);
             } else {
                 time_sweep<64, 4, 4, 16, 0>(stream, x, copy);
                 time_sweep<64, 4, 4, 16, 1>(stream, x, copy);

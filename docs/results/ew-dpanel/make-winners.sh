@@ -5,7 +5,8 @@
 # whose only change is the offset of a lane's D word: D laid out as n / NS panels of
 # w × NS bytes, so that a block's D rows follow each other in memory (offsets in 32 bits:
 # every problem here has w · n < 2^32). Macros name each main
-# kernel and reduction kernel. The last two (C…) are the one-stage siblings of the first two
+# kernel and reduction kernel. A third twin, "wide" (wide.py), loads a lane's 8 bytes of a D row
+# as one uint2 where NT = 8 (two 4-byte loads as rendered). The last two (C…) are the one-stage siblings of the first two
 # winners: at 128 registers a lane, the two-stage winners' panel twins spill (20 bytes).
 #   NMTUNE=path/to/nmtune bash docs/results/ew-dpanel/make-winners.sh
 set -euo pipefail
@@ -24,8 +25,11 @@ while read -r macro name; do
       -e "s/\b$sym\b/${sym}_panel/g; s/\b${sym}_reduce\b/${sym}_panel_reduce/g" \
       -e "s/(D + at)/(D + panel_at(u, col + 4 * v, k))/" \
       -e "s/^}  \/\/ namespace nmed${i}p$/$panel_fn\n&/" <<< "$src" >> "$out"
-  printf "#define %s_MAIN %s\n#define %s_PANEL %s_panel\n#define %s_REDUCE nmed%s::%s_reduce\n" \
-    "$macro" "$sym" "$macro" "$sym" "$macro" "$i" "$sym" >> "$out"
+  python3 "$here/wide.py" <<< "$src" \
+    | sed -e "s/namespace nmed\b/namespace nmed${i}w/; s/using namespace nmed;/using namespace nmed${i}w;/; s/nmed::/nmed${i}w::/g" \
+          -e "s/\b$sym\b/${sym}_wide/g; s/\b${sym}_reduce\b/${sym}_wide_reduce/g" >> "$out"
+  printf "#define %s_MAIN %s\n#define %s_PANEL %s_panel\n#define %s_WIDE %s_wide\n#define %s_REDUCE nmed%s::%s_reduce\n" \
+    "$macro" "$sym" "$macro" "$sym" "$macro" "$sym" "$macro" "$i" "$sym" >> "$out"
 done <<'LIST'
 E16_4096_4096 nm_spmm_f32_ewdrow_ms1_ns32_ks4_mt1_nt8_w16x1_n16m32l1_nopack_cp2_mb1_sk1
 E8_4096_11008 nm_spmm_f32_ewdrow_ms1_ns32_ks4_mt1_nt8_w16x1_n8m32l1_nopack_cp2_mb1_sk1
