@@ -328,6 +328,7 @@ struct Entry {
 #define ENTRY(P, n, k, nkept, ms, ns, warps, split, what) \
     Entry { n, k, nkept, ms, ns, warps, split, P##_MAIN, P##_PANEL, P##_WIDE, P##_REDUCE, what }
 
+#ifndef DPANEL_NO_MAIN
 int main() {
     cudaStream_t stream;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -377,3 +378,4 @@ int main() {
     }
     return 0;
 }
+#endif  // DPANEL_NO_MAIN
