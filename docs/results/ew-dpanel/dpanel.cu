@@ -220,7 +220,7 @@ Data make_data(int n, int k, int nkept, int ns) {
     CHECK(cudaMemcpy(x.a, ha.data(), sizeof(float) * k, cudaMemcpyHostToDevice));
     CHECK(cudaMalloc(&x.c, sizeof(float) * n));
     CHECK(cudaMalloc(&x.ws, sizeof(float) * size_t(8) * n));
-    CHECK(cudaMalloc(&x.sink, sizeof(float) * size_t(n) * 64));
+    CHECK(cudaMalloc(&x.sink, sizeof(float) * size_t(n) * 128));  // gather.cu: n/NS blocks · 512 lanes · NT
     return x;
 }
 
