@@ -5,7 +5,7 @@
 mod common;
 
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome};
-use nmtune::codegen::validate::{validate_structure, CopyMaps};
+use nmtune::codegen::validate::{shuffle_step_windows, validate_structure, CopyMaps};
 use nmtune::codegen::{
     compile_key, compile_set, estimated_registers, family_checksum, kernel_checksum,
     nvrtc_available, render, search_space, templates_checksum, validate, validate_for_problem,
@@ -345,6 +345,8 @@ fn copy_maps_cover_the_tiles() {
                 | ACopy::DirectCol
                 | ACopy::EwDirectRow
                 | ACopy::EwDirectCol
+                | ACopy::EwShuffleRow
+                | ACopy::EwShuffleCol
                 | ACopy::Wgmma
                 | ACopy::WgmmaTrans => unreachable!("not in the FP32 compile set"),
             };
@@ -1139,6 +1141,88 @@ fn decode_configurations_are_named_validated_and_sized() {
         ..cfg
     };
     assert!(validate(&heavy, &h100()).is_err());
+}
+
+#[test]
+fn shuffle_paths_are_named_validated_and_leave_the_ldca_kernels_as_they_were() {
+    let ldca = KernelConfig {
+        l: 1,
+        n_s: 32,
+        n_t: 8,
+        k_s: 4,
+        nm: nm(16, 32),
+        ..decode(1, ACopy::EwDirectRow)
+    };
+    let shfl = KernelConfig {
+        a_copy: ACopy::EwShuffleRow,
+        ..ldca
+    };
+    assert_eq!(
+        shfl.name(),
+        "nm_spmm_f32_ewsrow_ms1_ns32_ks4_mt1_nt8_w16x1_n16m32l1_nopack_cp1_mb1_sk1"
+    );
+    assert_eq!(KernelConfig::parse_name(&shfl.name()), Some(shfl));
+    assert_eq!(ldca.a_copy.gather_twin(), Some(ACopy::EwShuffleRow));
+    assert_eq!(shfl.a_copy.gather_twin(), Some(ACopy::EwDirectRow));
+    assert_eq!(ACopy::EwShuffleCol.layout(), ALayout::ColMajor);
+    assert_eq!(shfl.family(), Family::EwDecode);
+    validate(&shfl, &h100()).unwrap();
+    validate(
+        &KernelConfig {
+            a_copy: ACopy::EwShuffleCol,
+            m_s: 4,
+            m_t: 4,
+            ..shfl
+        },
+        &h100(),
+    )
+    .unwrap();
+    // The `__ldca` kernels keep their template and checksum (the rows that timed them stay
+    // current); the shuffle kernels have their own.
+    assert_eq!(kernel_checksum(&ldca), family_checksum(Family::EwDecode));
+    assert_ne!(kernel_checksum(&shfl), kernel_checksum(&ldca));
+    let (ldca_src, shfl_src) = (render(&ldca).unwrap().source, render(&shfl).unwrap().source);
+    assert!(!ldca_src.contains("__shfl_sync(0xffffffffu, win"));
+    assert!(shfl_src.contains("__shfl_sync(0xffffffffu, win"));
+    assert!(shfl_src.contains("templates/nm_spmm_ew_decode_shfl.cu.tera"));
+    assert!(shfl_src.contains(kernel_checksum(&shfl)));
+    let reason = |c: KernelConfig| match validate_structure(&c) {
+        Err(CodegenError::Rejected { reason, .. }) => reason,
+        other => panic!("{} should be rejected, got {other:?}", c.name()),
+    };
+    assert!(reason(KernelConfig {
+        nm: nm(4, 16),
+        ..shfl
+    })
+    .contains("M must be 32"));
+    assert!(reason(KernelConfig {
+        nm: nm(32, 32),
+        ..shfl
+    })
+    .contains("M must be 32"));
+    // One lane a row (n_s = n_t): a step is 32 rows, eight windows at 4:32.
+    let long_step = KernelConfig {
+        n_s: 8,
+        nm: nm(4, 32),
+        ..shfl
+    };
+    assert_eq!(shuffle_step_windows(&long_step), 8);
+    assert!(reason(long_step).contains("pruning windows"));
+    assert_eq!(
+        shuffle_step_windows(&KernelConfig {
+            nm: nm(12, 32),
+            ..shfl
+        }),
+        2
+    );
+    assert_eq!(
+        shuffle_step_windows(&KernelConfig {
+            nm: nm(4, 32),
+            ..shfl
+        }),
+        2
+    );
+    assert_eq!(shuffle_step_windows(&shfl), 1);
 }
 
 #[test]

@@ -416,10 +416,44 @@ fn the_element_wise_family_matches_the_cpu_reference() {
                 }
             }
         }
+        // Each element-wise decode configuration with A gathered both ways (`__ldca` and, where
+        // M = 32, warp shuffles).
         for cfg in decode_configs(nm, 1) {
-            if validate::validate(&cfg, gpu.profile()).is_ok() {
-                configs.push(cfg);
+            let twin = cfg
+                .a_copy
+                .gather_twin()
+                .map(|a_copy| KernelConfig { a_copy, ..cfg });
+            for c in std::iter::once(cfg).chain(twin) {
+                if validate::validate(&c, gpu.profile()).is_ok() {
+                    configs.push(c);
+                }
             }
+        }
+    }
+    // Shuffle paths whose warp steps touch two pruning windows (8 rows a step at 4:32, and
+    // 12:32, whose windows straddle steps).
+    for (n, layout, m_s) in [4, 12]
+        .into_iter()
+        .flat_map(|n| ALayout::ALL.map(|layout| (n, layout)))
+        .flat_map(|(n, layout)| [1, 2, 4].map(|m_s| (n, layout, m_s)))
+    {
+        for (split_k, stages) in [(1, 1), (3, 2), (1, 3)] {
+            let base = KernelConfig::decode(
+                layout,
+                m_s,
+                (32, 8, 4, 4),
+                NmPattern::new(n, 32).unwrap(),
+                1,
+            );
+            let cfg = KernelConfig {
+                a_copy: base.a_copy.gather_twin().unwrap(),
+                split_k,
+                stages,
+                ..base
+            };
+            assert_eq!(validate::shuffle_step_windows(&cfg), 2, "{cfg}");
+            validate::validate(&cfg, gpu.profile()).unwrap();
+            configs.push(cfg);
         }
     }
     let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");

@@ -50,6 +50,12 @@ pub enum ACopy {
     EwDirectRow,
     /// The element-wise decode family on column-major A.
     EwDirectCol,
+    /// The element-wise decode family (M = 32) with A gathered by warp shuffles: a lane holds
+    /// one column of each pruning window its warp step touches, and a value's A comes from the
+    /// lane its D byte names (`templates/nm_spmm_ew_decode_shfl.cu.tera`). Row-major A.
+    EwShuffleRow,
+    /// The same on column-major A.
+    EwShuffleCol,
     /// The tensor-core family (BF16/FP16, `wgmma`, sm_90a) on column-major A: each stage
     /// gathers the kept rows of A per column group with 16-byte `cp.async` copies
     /// ([`super::tc`]).
@@ -115,7 +121,7 @@ impl Family {
 
 impl ACopy {
     /// Every path, in key order.
-    pub const ALL: [ACopy; 13] = [
+    pub const ALL: [ACopy; 15] = [
         ACopy::Col16,
         ACopy::Row4,
         ACopy::Row16,
@@ -127,6 +133,8 @@ impl ACopy {
         ACopy::EwTrans,
         ACopy::EwDirectRow,
         ACopy::EwDirectCol,
+        ACopy::EwShuffleRow,
+        ACopy::EwShuffleCol,
         ACopy::Wgmma,
         ACopy::WgmmaTrans,
     ];
@@ -136,7 +144,9 @@ impl ACopy {
         match self {
             ACopy::DirectRow | ACopy::DirectCol => Family::Decode,
             ACopy::EwCol | ACopy::EwTrans => Family::Ew,
-            ACopy::EwDirectRow | ACopy::EwDirectCol => Family::EwDecode,
+            ACopy::EwDirectRow | ACopy::EwDirectCol | ACopy::EwShuffleRow | ACopy::EwShuffleCol => {
+                Family::EwDecode
+            }
             ACopy::Wgmma | ACopy::WgmmaTrans => Family::Tc,
             _ => Family::Tiled,
         }
@@ -150,9 +160,12 @@ impl ACopy {
     /// The A layout a kernel with this copy path takes.
     pub fn layout(&self) -> ALayout {
         match self {
-            ACopy::Col16 | ACopy::DirectCol | ACopy::EwCol | ACopy::EwDirectCol | ACopy::Wgmma => {
-                ALayout::ColMajor
-            }
+            ACopy::Col16
+            | ACopy::DirectCol
+            | ACopy::EwCol
+            | ACopy::EwDirectCol
+            | ACopy::EwShuffleCol
+            | ACopy::Wgmma => ALayout::ColMajor,
             ACopy::Row4
             | ACopy::Row16
             | ACopy::RowK
@@ -160,7 +173,26 @@ impl ACopy {
             | ACopy::DirectRow
             | ACopy::EwTrans
             | ACopy::EwDirectRow
+            | ACopy::EwShuffleRow
             | ACopy::WgmmaTrans => ALayout::RowMajor,
+        }
+    }
+
+    /// Whether A reaches the FMAs by warp shuffles (the element-wise decode family's
+    /// `EwShuffleRow` / `EwShuffleCol`), rendered by their own template.
+    pub fn shuffles_a(&self) -> bool {
+        matches!(self, ACopy::EwShuffleRow | ACopy::EwShuffleCol)
+    }
+
+    /// The element-wise decode path on the same layout of A that gathers A the other way:
+    /// a shuffle path's `__ldca` twin and the reverse; `None` for every other path.
+    pub fn gather_twin(&self) -> Option<ACopy> {
+        match self {
+            ACopy::EwDirectRow => Some(ACopy::EwShuffleRow),
+            ACopy::EwDirectCol => Some(ACopy::EwShuffleCol),
+            ACopy::EwShuffleRow => Some(ACopy::EwDirectRow),
+            ACopy::EwShuffleCol => Some(ACopy::EwDirectCol),
+            _ => None,
         }
     }
 
@@ -183,8 +215,8 @@ impl ACopy {
 
     /// Token in kernel names: `acol16`, `arow4`, `arow16`, `arowk`, `atrans`, the decode
     /// family's `drow`, `dcol`, the element-wise family's `ewcol`, `ewtrans`, the
-    /// element-wise decode family's `ewdrow`, `ewdcol`, and the tensor-core family's `wgmma`
-    /// and `wgmmatrans`.
+    /// element-wise decode family's `ewdrow`, `ewdcol` and (A by shuffles) `ewsrow`,
+    /// `ewscol`, and the tensor-core family's `wgmma` and `wgmmatrans`.
     pub fn token(&self) -> &'static str {
         match self {
             ACopy::Col16 => "acol16",
@@ -198,6 +230,8 @@ impl ACopy {
             ACopy::EwTrans => "ewtrans",
             ACopy::EwDirectRow => "ewdrow",
             ACopy::EwDirectCol => "ewdcol",
+            ACopy::EwShuffleRow => "ewsrow",
+            ACopy::EwShuffleCol => "ewscol",
             ACopy::Wgmma => "wgmma",
             ACopy::WgmmaTrans => "wgmmatrans",
         }
@@ -220,6 +254,8 @@ impl ACopy {
             | ACopy::EwTrans
             | ACopy::EwDirectRow
             | ACopy::EwDirectCol
+            | ACopy::EwShuffleRow
+            | ACopy::EwShuffleCol
             | ACopy::Wgmma
             | ACopy::WgmmaTrans => 0,
             ACopy::Row4 => 1,
@@ -540,7 +576,12 @@ impl KernelConfig {
     pub fn a_stride(&self) -> u32 {
         match self.a_copy {
             ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => self.m_s,
-            ACopy::DirectRow | ACopy::DirectCol | ACopy::EwDirectRow | ACopy::EwDirectCol => 0,
+            ACopy::DirectRow
+            | ACopy::DirectCol
+            | ACopy::EwDirectRow
+            | ACopy::EwDirectCol
+            | ACopy::EwShuffleRow
+            | ACopy::EwShuffleCol => 0,
             ACopy::Row4 | ACopy::Row16 => self.m_s.saturating_add(4),
             ACopy::RowK => self.k_s.saturating_add(4),
             // The tensor-core family's tiles are described by its own configuration.

@@ -207,7 +207,8 @@ fn fitting_k_s(base: &KernelConfig, gpu: &GpuProfile) -> Vec<u32> {
 }
 
 /// Every valid decode-family configuration for `nm`, `l` and `layout` on `gpu` (the
-/// element-wise decode family's for L = 1): the product of the `DECODE_*` lists.
+/// element-wise decode family's for L = 1, each with its shuffle twin): the product of the
+/// `DECODE_*` lists.
 fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let mut out = Vec::new();
     for m_s in DECODE_ROWS {
@@ -226,6 +227,15 @@ fn decode_space(nm: NmPattern, l: u32, layout: ALayout, gpu: &GpuProfile) -> Vec
                                 };
                                 if validate(&cfg, gpu).is_ok() {
                                     out.push(cfg);
+                                }
+                                // The element-wise decode paths' twin that gathers A by
+                                // shuffles (M = 32 only: the validation says where).
+                                let twin = cfg
+                                    .a_copy
+                                    .gather_twin()
+                                    .map(|a_copy| KernelConfig { a_copy, ..cfg });
+                                if let Some(twin) = twin.filter(|t| validate(t, gpu).is_ok()) {
+                                    out.push(twin);
                                 }
                             }
                         }

@@ -50,6 +50,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/nm_spmm_sk.cu.tera"),
     ),
     (
+        EW_SHUFFLE_TEMPLATE,
+        include_str!("../../templates/nm_spmm_ew_decode_shfl.cu.tera"),
+    ),
+    (
         "decode_common.cu.tera",
         include_str!("../../templates/decode_common.cu.tera"),
     ),
@@ -137,6 +141,18 @@ pub fn compile_arch<'a>(cfg: &KernelConfig, gpu_arch: &'a str) -> &'a str {
 /// The pattern every tensor-core compile key carries: its kernels serve every N:M.
 pub const TC_KEY_PATTERN: NmPattern = NmPattern { n: 1, m: 1 };
 
+/// The element-wise decode family's entry template for A by warp shuffles (`ewsrow`,
+/// `ewscol`), in place of the family's own: a template of its own, so that adding it left
+/// the rows timed with the family's `__ldca` kernels current.
+const EW_SHUFFLE_TEMPLATE: &str = "nm_spmm_ew_decode_shfl.cu.tera";
+
+/// The templates of a shuffle path's module: its own, and the decode code it shares.
+const EW_SHUFFLE_TEMPLATES: [&str; 3] = [
+    EW_SHUFFLE_TEMPLATE,
+    "decode_common.cu.tera",
+    "decode_reduce.cu.tera",
+];
+
 /// The stream-K schedule's template: a second entry kernel beside the tiled family's own,
 /// rendered for configurations with `stream_k` (and for problems above decode size).
 const STREAM_K_TEMPLATE: &str = "nm_spmm_sk.cu.tera";
@@ -201,6 +217,8 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
         &[STREAM_K_TEMPLATE]
     } else if tc_row {
         &[TC_TRANSPOSE_TEMPLATE]
+    } else if families.contains(&Family::EwDecode) {
+        &[EW_SHUFFLE_TEMPLATE]
     } else {
         &[]
     };
@@ -227,12 +245,16 @@ pub fn family_checksum(family: Family) -> &'static str {
 
 /// The checksum of the templates that render `cfg`: its family's ([`family_checksum`]), and
 /// the stream-K template for a tiled stream-K configuration, the transposing pass for a
-/// row-major tensor-core one (whose stream-K schedule is in its own template). Stored with
-/// every measurement, so a row stays current while the code it timed is still generated.
+/// row-major tensor-core one (whose stream-K schedule is in its own template); a shuffle
+/// path's own templates ([`EW_SHUFFLE_TEMPLATES`]). Stored with every measurement, so a row
+/// stays current while the code it timed is still generated.
 pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
     static TC_TRANSPOSED: OnceLock<String> = OnceLock::new();
-    if cfg.stream_k && cfg.family() == Family::Tiled {
+    static EW_SHUFFLE: OnceLock<String> = OnceLock::new();
+    if cfg.a_copy.shuffles_a() {
+        EW_SHUFFLE.get_or_init(|| checksum_of(&[], &EW_SHUFFLE_TEMPLATES))
+    } else if cfg.stream_k && cfg.family() == Family::Tiled {
         TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TEMPLATE]))
     } else if cfg.a_copy == ACopy::WgmmaTrans {
         TC_TRANSPOSED.get_or_init(|| checksum_of(&[Family::Tc], &[TC_TRANSPOSE_TEMPLATE]))
@@ -290,6 +312,8 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
     };
     let template = if cfg.stream_k {
         STREAM_K_TEMPLATE
+    } else if cfg.a_copy.shuffles_a() {
+        EW_SHUFFLE_TEMPLATE
     } else {
         family_templates(cfg.family())[0]
     };
@@ -334,7 +358,7 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
 fn decode_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     let mut ctx = tera::Context::new();
     ctx.insert("name", name);
-    ctx.insert("checksum", family_checksum(cfg.family()));
+    ctx.insert("checksum", kernel_checksum(cfg));
     ctx.insert("m_s", &cfg.m_s);
     ctx.insert("n_s", &cfg.n_s);
     ctx.insert("n_t", &cfg.n_t);

@@ -112,7 +112,9 @@ pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
         Family::Decode => pattern_rules(cfg)
             .and_then(|_| decode_rules(cfg))
             .and_then(|_| register_rules(cfg)),
-        Family::EwDecode => decode_rules(cfg).and_then(|_| register_rules(cfg)),
+        Family::EwDecode => decode_rules(cfg)
+            .and_then(|_| shuffle_rules(cfg))
+            .and_then(|_| register_rules(cfg)),
         Family::Ew => ew_rules(cfg).and_then(|_| register_rules(cfg)),
         Family::Tc => return tc_rules(cfg),
     }
@@ -355,6 +357,8 @@ impl CopyMaps {
             | ACopy::DirectCol
             | ACopy::EwDirectRow
             | ACopy::EwDirectCol
+            | ACopy::EwShuffleRow
+            | ACopy::EwShuffleCol
             | ACopy::Wgmma
             | ACopy::WgmmaTrans => 0,
             ACopy::Col16 | ACopy::Transposed | ACopy::EwCol | ACopy::EwTrans => {
@@ -497,6 +501,8 @@ fn copy_rules(cfg: &KernelConfig) -> Rule {
         | ACopy::EwDirectRow
         | ACopy::EwDirectCol
         | ACopy::Wgmma
+        | ACopy::EwShuffleRow
+        | ACopy::EwShuffleCol
         | ACopy::WgmmaTrans => Ok(()),
         ACopy::Row16 | ACopy::RowK => {
             rule(!cfg.packing, || {
@@ -584,7 +590,7 @@ fn decode_rules(cfg: &KernelConfig) -> Rule {
     )?;
     if cfg.family() == Family::EwDecode {
         rule(l as usize == ELEMENT_WISE_L, || {
-            format!("element-wise decode kernels (ewdrow, ewdcol) serve L = {ELEMENT_WISE_L} only, not L={l}")
+            format!("element-wise decode kernels (ewdrow, ewdcol, ewsrow, ewscol) serve L = {ELEMENT_WISE_L} only, not L={l}")
         })?;
     } else {
         rule(l % n_t == 0, || {
@@ -615,6 +621,48 @@ fn decode_rules(cfg: &KernelConfig) -> Rule {
     let split_k = cfg.split_k;
     rule(SPLIT_K_VALUES.contains(&split_k), || {
         format!("split_k={split_k} must be one of {SPLIT_K_VALUES:?}")
+    })
+}
+
+/// The pruning window of A a lane holds one column of in the shuffle paths: a warp's 32.
+pub const SHUFFLE_WINDOW_M: u32 = 32;
+
+/// The most pruning windows one row step of a warp may touch in the shuffle paths: each is
+/// one more register of A a lane and one more shuffle a value.
+pub const SHUFFLE_MAX_STEP_WINDOWS: u32 = 2;
+
+/// The windows a warp's row step touches at most in the shuffle paths (the template's `SW`):
+/// its 32 / (n_s / n_t) consecutive rows start at a multiple of their count, and a window
+/// holds N kept rows.
+pub fn shuffle_step_windows(cfg: &KernelConfig) -> u32 {
+    let rows = 32 / (cfg.n_s / cfg.n_t).max(1);
+    let n = cfg.nm.n.max(1);
+    if n % rows == 0 {
+        1
+    } else if rows % n == 0 {
+        rows / n
+    } else {
+        rows / n + 2
+    }
+}
+
+/// A by warp shuffles (`ewsrow`, `ewscol`): a pruning window of A is one value a lane, so
+/// M = 32 and the pattern is sparse (dense has no window positions), and a warp step's rows
+/// touch at most [`SHUFFLE_MAX_STEP_WINDOWS`] windows.
+fn shuffle_rules(cfg: &KernelConfig) -> Rule {
+    if !cfg.a_copy.shuffles_a() {
+        return Ok(());
+    }
+    let (n, m) = (cfg.nm.n, cfg.nm.m);
+    rule(m == SHUFFLE_WINDOW_M && n < m, || {
+        format!("the shuffle paths (ewsrow, ewscol) hold a pruning window of A as one value a lane: M must be {SHUFFLE_WINDOW_M} and N below it, not {n}:{m}")
+    })?;
+    let windows = shuffle_step_windows(cfg);
+    rule(windows <= SHUFFLE_MAX_STEP_WINDOWS, || {
+        format!(
+            "a warp step's {} rows touch up to {windows} pruning windows at {n}:{m}; the shuffle paths take at most {SHUFFLE_MAX_STEP_WINDOWS} (fewer lanes a row: a larger n_t or a smaller n_s)",
+            32 / (cfg.n_s / cfg.n_t).max(1)
+        )
     })
 }
 

@@ -308,6 +308,28 @@ pub fn with_lane_twins(
     })
 }
 
+/// Element-wise decode candidates whose twins with A gathered the other way
+/// ([`ACopy::gather_twin`]: by warp shuffles instead of `__ldca`) the pruned and warm
+/// strategies time too: the shuffle paths' loop ran 9–15 % faster on the H200's m = 1,
+/// L = 1 layers (docs/perf-log.md, session 55), but not on every block shape.
+pub const SHUFFLE_TWINS_TOP: usize = 8;
+
+/// `picked` followed by the valid twins with the other gather of A of its first
+/// [`SHUFFLE_TWINS_TOP`] element-wise decode configurations.
+pub fn with_shuffle_twins(
+    picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts = |cfg: &KernelConfig| cfg.a_copy.gather_twin().is_some();
+    with_variants(picked, problem, gpu, (firsts, SHUFFLE_TWINS_TOP), |cfg| {
+        [KernelConfig {
+            a_copy: cfg.a_copy.gather_twin().unwrap_or(cfg.a_copy),
+            ..cfg
+        }]
+    })
+}
+
 /// Tiled candidates whose other splits of k ([`SPLIT_K_VALUES`]) the warm strategy times too.
 /// A search times each shape with the model's few best splits ([`SEED_SPLITS`]), so a shape
 /// that won with one split was often never timed with the others.
@@ -447,8 +469,9 @@ const DECODE_SEEDS: [(u32, u32, u32, u32); 6] = [
 
 /// The decode family's candidates for a decode problem (none for larger m; the element-wise
 /// decode family's for L = 1): the seeds with the split factors the model prefers, each with
-/// one and two stages, and the model's [`DECODE_TOP`] of `space`, then the 8-row variants and
-/// the lane twins ([`with_lane_twins`]) of the first few.
+/// one and two stages, and the model's [`DECODE_TOP`] of `space`, then the 8-row variants, the
+/// lane twins ([`with_lane_twins`]) and the shuffle twins ([`with_shuffle_twins`]) of the
+/// first few.
 fn decode_candidates(
     space: &[KernelConfig],
     problem: &Problem,
@@ -485,7 +508,8 @@ fn decode_candidates(
         .copied()
         .collect();
     picked.extend(ranked(decode, problem, gpu).into_iter().take(DECODE_TOP));
-    with_lane_twins(with_wide_rows(picked, problem, gpu), problem, gpu)
+    let picked = with_lane_twins(with_wide_rows(picked, problem, gpu), problem, gpu);
+    with_shuffle_twins(picked, problem, gpu)
 }
 
 /// Element-wise block shapes timed for every element-wise problem (with the split-K factors

@@ -17,8 +17,9 @@
 //! moves the ranking (a new dimension, new seeds), tune with the pruned strategy.
 
 use super::search::{
-    table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks, with_split_twins,
-    with_stream_k, with_tma_twins, with_transposed_twins, with_wide_rows, TMA_TWINS_TOP,
+    table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks, with_shuffle_twins,
+    with_split_twins, with_stream_k, with_tma_twins, with_transposed_twins, with_wide_rows,
+    TMA_TWINS_TOP,
 };
 use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
@@ -163,8 +164,9 @@ fn is_stale(row: &Measurement) -> bool {
 /// row-copying ones ([`with_transposed_twins`]), the tensor-copy twins of the first few that
 /// can take them ([`with_tma_twins`]), the stream-K variants of the first few tiled ones
 /// ([`with_stream_k`]), the other splits of k of the first few tiled ones
-/// ([`with_split_twins`]) and the other lane widths of the first few element-wise decode
-/// ones ([`with_lane_twins`]).
+/// ([`with_split_twins`]), the other lane widths of the first few element-wise decode
+/// ones ([`with_lane_twins`]) and their twins with A gathered the other way
+/// ([`with_shuffle_twins`]).
 fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     // Every row here has a time (`is_timing`), and a stored time is finite.
     let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
@@ -192,5 +194,6 @@ fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> V
     let picked = with_tma_twins(picked, problem, gpu, TMA_TWINS_TOP);
     let picked = with_wide_rows(with_row_chunks(picked, problem, gpu), problem, gpu);
     let picked = with_stream_k(with_pipeline_twins(picked, problem, gpu), problem, gpu);
-    with_lane_twins(with_split_twins(picked, problem, gpu), problem, gpu)
+    let picked = with_lane_twins(with_split_twins(picked, problem, gpu), problem, gpu);
+    with_shuffle_twins(picked, problem, gpu)
 }
