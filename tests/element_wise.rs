@@ -152,9 +152,12 @@ fn the_search_space_of_l1_is_the_element_wise_families_and_nothing_else() {
         .iter()
         .map(KernelConfig::name)
         .collect();
+    let element_wise = ["ewtrans", "ewdrow", "ewsrow"].map(|t| format!("nm_spmm_f32_{t}_"));
     assert!(names
         .iter()
-        .all(|n| n.starts_with("nm_spmm_f32_ewtrans_") || n.starts_with("nm_spmm_f32_ewdrow_")));
+        .all(|n| element_wise.iter().any(|prefix| n.starts_with(prefix))));
+    // Every M = 32 decode configuration has its shuffle twin in the space.
+    assert!(names.iter().any(|n| n.starts_with("nm_spmm_f32_ewsrow_")));
 }
 
 #[test]
@@ -408,8 +411,9 @@ fn element_wise_problems_get_element_wise_candidates_and_defaults() {
         for m in [4, 16, 256, 4096] {
             let p = problem(m, 4096, 11008, nm(8, 32), 1, layout);
             let picked = candidates(&p, &gpu, Strategy::Pruned);
+            // At decode sizes up to 8 of them are the shuffle twins of the decode candidates.
             assert!(
-                (5..=40).contains(&picked.len()),
+                (5..=48).contains(&picked.len()),
                 "{p}: {} candidates",
                 picked.len()
             );
@@ -452,11 +456,17 @@ fn element_wise_problems_get_element_wise_candidates_and_defaults() {
     assert_eq!(choice.config.a_copy, ACopy::EwTrans);
     let model = candidates(&odd, &gpu, Strategy::Model);
     assert!(!model.is_empty() && model.iter().all(|c| c.family() == Family::Ew));
-    // One row of A: the element-wise decode family's default, one row per block.
+    // One row of A: the element-wise decode family's default, one row per block, with A
+    // gathered by shuffles where M = 32, through L1 otherwise.
     let token = problem(1, 4096, 11008, nm(4, 32), 1, ALayout::RowMajor);
     let choice = Lookup::defaults_only(gpu.clone()).lookup(&token).unwrap();
-    assert_eq!(choice.config.a_copy, ACopy::EwDirectRow);
+    assert_eq!(choice.config.a_copy, ACopy::EwShuffleRow);
     assert_eq!(choice.config.m_s, 1);
+    let small_window = problem(1, 4096, 4096, nm(4, 16), 1, ALayout::RowMajor);
+    let choice = Lookup::defaults_only(gpu.clone())
+        .lookup(&small_window)
+        .unwrap();
+    assert_eq!(choice.config.a_copy, ACopy::EwDirectRow);
 }
 
 #[test]

@@ -287,9 +287,15 @@ pub fn estimated_registers(cfg: &KernelConfig) -> u32 {
         // one float at a time, an eighth with 16-byte loads of column-major A (fitted to its
         // reports for the kernel shapes of the first tuning: the estimate rejects exactly the
         // shapes that spilled; docs/perf-log.md, session 15).
+        // The shuffle paths hold instead one column of every window a step touches, m_s
+        // values each, for all k_s steps (their `win` array).
         Family::EwDecode => {
             let share = if cfg.loads_a_column_as_float4() { 8 } else { 2 };
-            let ahead = cfg.k_s * cfg.n_t * cfg.m_s / share;
+            let ahead = if cfg.a_copy.shuffles_a() {
+                cfg.k_s * shuffle_step_windows(cfg) * cfg.m_s
+            } else {
+                cfg.k_s * cfg.n_t * cfg.m_s / share
+            };
             return cfg.m_s * cfg.n_t
                 + cfg.k_s * (cfg.n_t + cfg.n_t / 4 + 1)
                 + ahead

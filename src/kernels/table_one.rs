@@ -101,7 +101,9 @@ pub fn default_config(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfi
 /// The decode family's block shape that won most often when the H100 first tuned
 /// `shapes/decode.yaml` (docs/perf-log.md, "The decode family in the tree"): 32 columns, 8
 /// per lane, 4 rows in flight, 16 warps, as many rows per block as m needs (up to 4). The
-/// element-wise decode family (L = 1) starts from the same shape.
+/// element-wise decode family (L = 1) starts from the same shape, with A gathered by warp
+/// shuffles where that path takes the pattern (M = 32: it won 384 of the H200's 400 L = 1
+/// decode problems, docs/perf-log.md "Session 55"), else through L1.
 pub fn decode_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfig> {
     if !problem.is_decode() {
         return None;
@@ -109,6 +111,16 @@ pub fn decode_default(problem: &Problem, gpu: &GpuProfile) -> Option<KernelConfi
     DECODE_DEFAULT_SHAPES
         .iter()
         .map(|&shape| decode_config(problem, shape))
+        .flat_map(|cfg| {
+            let shuffled = cfg
+                .a_copy
+                .gather_twin()
+                .filter(|_| !cfg.a_copy.shuffles_a());
+            shuffled
+                .map(|a_copy| KernelConfig { a_copy, ..cfg })
+                .into_iter()
+                .chain([cfg])
+        })
         .find(|cfg| {
             validate::validate(cfg, gpu).is_ok()
                 && validate::validate_for_problem(cfg, problem).is_ok()
