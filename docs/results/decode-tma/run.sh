@@ -2,7 +2,7 @@
 # Issue 14, session 56, one device call (H200), from the repository root:
 #   S=.dev/s56 bash docs/results/decode-tma/run.sh
 # 1. tma.cu (its header says what it times), built with the device image's nvcc, into
-#    $OUT/tma.txt ($OUT/tma-build.txt: ptxas's report);
+#    $OUT/tma.txt and $OUT/tma-global.txt ($OUT/*-build.txt: ptxas's report);
 # 2. unless SAMPLE=0: `--strategy sample --retune` of m1-l1-5120.yaml on a copy of
 #    tuning-db/h200-decode.sqlite ($S/h200-decode.sqlite.gz) with the build in $S/nmtune.gz,
 #    the database back as $OUT/h200-decode.sqlite.gz, the log as $OUT/tune-sample.log.
@@ -12,14 +12,23 @@ OUT=${OUT:-/tmp/nmtune-out}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/env.txt"
-if nvcc -O3 -arch=sm_90 -std=c++17 -Xptxas -v -I"$here/../decode-balanced" \
-    -I"$here/../v4.16/decode-stream" "$here/tma.cu" -o /tmp/tma > "$OUT/tma-build.txt" 2>&1; then
-  cp "$OUT/env.txt" "$OUT/tma.txt"
-  timeout ${TMA_LIMIT:-240} /tmp/tma >> "$OUT/tma.txt" 2>&1 || echo "tma: exit $?" >> "$OUT/tma.txt"
-  echo "tma done $SECONDS s"
-else
-  tail -20 "$OUT/tma-build.txt"
-fi
+# tma: the tensor maps as kernel parameters; tma-global: in global memory (-DTMA_GLOBAL_MAPS).
+# With SANITIZE=1, compute-sanitizer runs the first first (it stops at the first fault).
+for v in ${VARIANTS:-tma-global tma}; do
+  flags=""; [ "$v" = tma-global ] && flags=-DTMA_GLOBAL_MAPS
+  if nvcc -O3 -arch=sm_90 -std=c++17 -Xptxas -v $flags -I"$here/../decode-balanced" \
+      -I"$here/../v4.16/decode-stream" "$here/tma.cu" -o /tmp/$v > "$OUT/$v-build.txt" 2>&1; then
+    if [ "${SANITIZE:-0}" = 1 ]; then
+      timeout 120 compute-sanitizer --print-limit 4 /tmp/$v > "$OUT/$v-sanitize.txt" 2>&1
+      echo "$v sanitize rc=$? $SECONDS s"
+    fi
+    cp "$OUT/env.txt" "$OUT/$v.txt"
+    timeout ${TMA_LIMIT:-150} /tmp/$v >> "$OUT/$v.txt" 2>&1 || echo "$v: exit $?" >> "$OUT/$v.txt"
+    echo "$v done $SECONDS s"
+  else
+    tail -20 "$OUT/$v-build.txt"
+  fi
+done
 [ "${SAMPLE:-1}" = 1 ] || exit 0
 gunzip -c "$S/nmtune.gz" > /tmp/nmtune && chmod +x /tmp/nmtune
 db=/tmp/h200-decode.sqlite

@@ -72,10 +72,20 @@ struct Layout {
     static size_t bytes(int a_floats) { return 1024 + A_OFF + 4 * static_cast<size_t>(a_floats); }
 };
 
+// The tensor maps as kernel parameters, or (built with -DTMA_GLOBAL_MAPS) in global memory.
+#ifdef TMA_GLOBAL_MAPS
+#define TMA_MAPS const CUtensorMap *tbp, const CUtensorMap *tdp
+#define TB tbp
+#define TD tdp
+#else
+#define TMA_MAPS const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap td
+#define TB (&tb)
+#define TD (&td)
+#endif
+
 template <int NS, int R, int S, int WARPS, int N>
 __global__ void __launch_bounds__((WARPS + 1) * 32)
-    tma_gemv(const __grid_constant__ CUtensorMap tb, const __grid_constant__ CUtensorMap td,
-             const float* A, float* C, float* ws, unsigned* counters, int n, int k) {
+    tma_gemv(TMA_MAPS, const float* A, float* C, float* ws, unsigned* counters, int n, int k) {
     using Lay = Layout<NS, R, S>;
     constexpr int M = WINDOW_M, LANES = NS / 4, RW = 32 / LANES, STEPS = R / (WARPS * RW);
     static_assert(R % (WARPS * RW) == 0, "whole steps a stage");
@@ -117,8 +127,8 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
                 if (i >= S) bar_wait(sa(&empty[s]), ((i / S) - 1) & 1);
                 bar_expect(sa(&full[s]), Lay::B_BYTES + Lay::D_BYTES);
                 const int row = (it0 + i) * R;
-                tma2d(sa(Bs + s * R * NS), &tb, col0, row, sa(&full[s]));
-                tma2d(sa(Ds + s * R * DW), &td, col0 / GROUP_L, row, sa(&full[s]));
+                tma2d(sa(Bs + s * R * NS), TB, col0, row, sa(&full[s]));
+                tma2d(sa(Ds + s * R * DW), TD, col0 / GROUP_L, row, sa(&full[s]));
             }
         }
         __syncwarp();
@@ -249,14 +259,31 @@ void time_tma(cudaStream_t stream, Data& x, int split, double copy) {
         tb.push_back(map2d(x.b[i], CU_TENSOR_MAP_DATA_TYPE_FLOAT32, x.w, x.n, NS, R));
         td.push_back(map2d(x.d[i], CU_TENSOR_MAP_DATA_TYPE_INT32, x.w, q, DW, R));
     }
+#ifdef TMA_GLOBAL_MAPS
+    CUtensorMap* maps;
+    CHECK(cudaMalloc(&maps, sizeof(CUtensorMap) * 2 * copies));
+    for (int i = 0; i < copies; ++i) {
+        CHECK(cudaMemcpy(maps + 2 * i, &tb[i], sizeof(CUtensorMap), cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(maps + 2 * i + 1, &td[i], sizeof(CUtensorMap), cudaMemcpyHostToDevice));
+    }
+    auto one = [&](int i) {
+        launch3(stream, kernel, dim3(x.n / NS, split), (WARPS + 1) * 32, smem,
+                maps + 2 * (i % copies), maps + 2 * (i % copies) + 1, x.a, x.c, x.ws,
+                x.counters, x.n, x.k);
+    };
+#else
     auto one = [&](int i) {
         launch3(stream, kernel, dim3(x.n / NS, split), (WARPS + 1) * 32, smem, tb[i % copies],
                 td[i % copies], x.a, x.c, x.ws, x.counters, x.n, x.k);
     };
+#endif
     CHECK(cudaMemset(x.c, 0, sizeof(float) * x.n));
     one(0);
     const double err = check(stream, x);
     report(label, time_bursts(stream, one), x, copy, err);
+#ifdef TMA_GLOBAL_MAPS
+    CHECK(cudaFree(maps));
+#endif
 }
 
 template <int NS, int R, int S, int WARPS, int N>
