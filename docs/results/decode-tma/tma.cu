@@ -118,7 +118,11 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
     }
     __syncthreads();
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    const int r = lane / LANES, c4 = (lane % LANES) * 4, g = c4 / GROUP_L;
+    // D's box starts at a multiple of 4 groups: a tensor copy whose first column is not
+    // 16-byte aligned stops on an illegal instruction (call 2).
+    const int g_box = col0 / GROUP_L / DW * DW;
+    const int r = lane / LANES, c4 = (lane % LANES) * 4;
+    const int g = col0 / GROUP_L - g_box + c4 / GROUP_L;
     if (warp == WARPS) {
         // The producer: stage i of this split's rows into slot i % S once its last use ended.
         if (lane == 0) {
@@ -128,7 +132,7 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
                 bar_expect(sa(&full[s]), Lay::B_BYTES + Lay::D_BYTES);
                 const int row = (it0 + i) * R;
                 tma2d(sa(Bs + s * R * NS), TB, col0, row, sa(&full[s]));
-                tma2d(sa(Ds + s * R * DW), TD, col0 / GROUP_L, row, sa(&full[s]));
+                tma2d(sa(Ds + s * R * DW), TD, g_box, row, sa(&full[s]));
             }
         }
         __syncwarp();
