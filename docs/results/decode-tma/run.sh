@@ -29,6 +29,22 @@ for v in ${VARIANTS:-tma-global tma}; do
     tail -20 "$OUT/$v-build.txt"
   fi
 done
+# 1b. with NCU=1: the L2 promotions (TMA_PROMO 0 and 128 beside the default 256) of the
+#     first build, then ncu of the 13824-wide control's winner and two tensor-copy kernels
+#     (TMA_NCU), into $OUT/tma-promo-*.txt and $OUT/tma-ncu.txt.
+if [ "${NCU:-0}" = 1 ]; then
+  v=${VARIANTS%% *}; v=${v:-tma}
+  for p in 0 128; do
+    TMA_PROMO=$p timeout 150 /tmp/$v > "$OUT/tma-promo-$p.txt" 2>&1; echo "promo $p rc=$? $SECONDS s"
+  done
+  for k in 'drow' 'tma_gemv<64' 'tma_gemv<32'; do
+    TMA_NCU=1 timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section SchedulerStats --section WarpStateStats --section Occupancy \
+      --kernel-name-base demangled -k "regex:$k" --launch-skip 5 --launch-count 1 /tmp/$v \
+      >> "$OUT/tma-ncu.txt" 2>&1
+    echo "ncu $k rc=$? $SECONDS s"
+  done
+fi
 [ "${SAMPLE:-1}" = 1 ] || exit 0
 gunzip -c "$S/nmtune.gz" > /tmp/nmtune && chmod +x /tmp/nmtune
 db=/tmp/h200-decode.sqlite

@@ -221,6 +221,18 @@ Encode encoder() {
     return fn;
 }
 
+// The tensor maps' L2 promotion: $TMA_PROMO = 0 (none), 64, 128 or 256 (the default, as
+// nmtune's tiled family asks). A 128-byte box row promoted to 256 bytes fetches the next
+// block's columns too.
+CUtensorMapL2promotion promotion() {
+    const char* v = getenv("TMA_PROMO");
+    const int bytes = v ? atoi(v) : 256;
+    return bytes == 0     ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+           : bytes == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+           : bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                          : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+}
+
 // A row-major rows × cols matrix of 4-byte elements, copied in boxes of box_cols × box_rows.
 CUtensorMap map2d(void* ptr, CUtensorMapDataType type, int rows, int cols, int box_cols,
                   int box_rows) {
@@ -231,8 +243,7 @@ CUtensorMap map2d(void* ptr, CUtensorMapDataType type, int rows, int cols, int b
     const cuuint32_t steps[2] = {1, 1};
     const CUresult r = encoder()(&m, type, 2, ptr, dims, strides, box, steps,
                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                 promotion(), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "cuTensorMapEncodeTiled: %d\n", static_cast<int>(r));
         exit(1);
@@ -311,4 +322,15 @@ struct TmaSet {
     }
 };
 
-int main() { return run_problems<TmaSet>(); }
+// $TMA_NCU set: for ncu, one problem (the 13824-wide control), its winner and one tensor-copy
+// kernel, each timed once as above.
+int main() {
+    if (!getenv("TMA_NCU")) return run_problems<TmaSet>();
+    cudaStream_t stream;
+    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Data x = make_data(13824, 5120, 4);
+    time_winner(stream, x, W4_13824_MAIN, W4_13824_REDUCE, 64, 16, 1, "winner ns64 w16 cp1 sk1", 4200.0);
+    tq::time_tma<64, 64, 4, 4, 4>(stream, x, 1, 4200.0);
+    tq::time_tma<32, 64, 8, 8, 4>(stream, x, 1, 4200.0);
+    return 0;
+}
