@@ -313,9 +313,13 @@ const TMA_WINNERS: [&str; 6] = [
     "nm_spmm_f32_acol16_ms128_ns256_ks32_mt16_nt8_w8x4_n12m32l32_nopack_cp3_mb1_sk1_tma",
 ];
 
+/// Stream-K workers of the tensor-copy test's kernels.
+const TMA_STREAM_WORKERS: usize = 2;
+
 /// Kernels whose interior tiles arrive by tensor copies (`tma`; sm_90 and later), against
 /// the CPU reference on random data: the column-major and transposing paths of five patterns
-/// at every ring depth, split-K 1 and 3, row chunks, and [`TMA_WINNERS`], each at a shape of
+/// at every ring depth, split-K 1 and 3, the stream-K schedule, row chunks, and
+/// [`TMA_WINNERS`], each at a shape of
 /// interior tiles only (its last row of tiles slid back inside C), one whose k leaves a
 /// partial k-tile (every block on the cp.async path) and a small one.
 #[test]
@@ -340,6 +344,14 @@ fn the_tensor_copies_match_the_cpu_reference() {
                         if validate::validate(&cfg, gpu.profile()).is_ok() {
                             configs.push(cfg);
                         }
+                        // The stream-K schedule of the unsplit ones (its own template).
+                        let stream = KernelConfig {
+                            stream_k: true,
+                            ..cfg
+                        };
+                        if validate::validate(&stream, gpu.profile()).is_ok() {
+                            configs.push(stream);
+                        }
                     }
                 }
             }
@@ -356,9 +368,12 @@ fn the_tensor_copies_match_the_cpu_reference() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for cfg in &configs {
-        let Some(kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
+        let Some(mut kernel) = load_built(&gpu, cfg, &built, &mut failures) else {
             continue;
         };
+        // Two stream-K workers: at the first shape a worker then runs a split tile and a
+        // whole one, so its tensor-copy barriers serve two segments.
+        kernel.set_stream_workers(TMA_STREAM_WORKERS);
         let window = cfg.k_s as usize;
         let shapes = [
             (300, 3 * cfg.n_s as usize, 10 * window),

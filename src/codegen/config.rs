@@ -639,12 +639,11 @@ impl KernelConfig {
 
     /// Whether this configuration could take tensor copies ([`KernelConfig::tma`]): the tiled
     /// family on column-major A or its transposed copy, no packing (a packed tile's columns
-    /// are gathered), not stream-K, every box side within the tensor copy's 256 elements.
+    /// are gathered), every box side within the tensor copy's 256 elements.
     pub fn tma_capable(&self) -> bool {
         self.family() == Family::Tiled
             && matches!(self.a_copy, ACopy::Col16 | ACopy::Transposed)
             && !self.packing
-            && !self.stream_k
             && [self.m_s, self.n_s, self.k_s, self.w_s()]
                 .iter()
                 .all(|&d| d <= TMA_BOX_MAX)

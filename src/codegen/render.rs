@@ -50,6 +50,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/nm_spmm_sk.cu.tera"),
     ),
     (
+        STREAM_K_TMA_TEMPLATE,
+        include_str!("../../templates/nm_spmm_sk_tma.cu.tera"),
+    ),
+    (
         EW_SHUFFLE_TEMPLATE,
         include_str!("../../templates/nm_spmm_ew_decode_shfl.cu.tera"),
     ),
@@ -157,6 +161,11 @@ const EW_SHUFFLE_TEMPLATES: [&str; 3] = [
 /// rendered for configurations with `stream_k` (and for problems above decode size).
 const STREAM_K_TEMPLATE: &str = "nm_spmm_sk.cu.tera";
 
+/// The stream-K schedule of configurations with tensor copies: a template of its own (a copy
+/// of [`STREAM_K_TEMPLATE`] that hands the tensor maps to the workers), so that the stream-K
+/// kernels without them keep the checksum their tuning rows carry.
+const STREAM_K_TMA_TEMPLATE: &str = "nm_spmm_sk_tma.cu.tera";
+
 /// The entry symbol of a stream-K configuration's module whose base name is `base`.
 pub fn stream_name(base: &str) -> String {
     format!("{base}_stream")
@@ -216,7 +225,7 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     };
     let stream_k = families.contains(&Family::Tiled) && !problem.is_decode();
     let extra: &[&str] = if stream_k {
-        &[STREAM_K_TEMPLATE]
+        &[STREAM_K_TEMPLATE, STREAM_K_TMA_TEMPLATE]
     } else if tc_row {
         &[TC_TRANSPOSE_TEMPLATE]
     } else if families.contains(&Family::EwDecode) {
@@ -252,10 +261,14 @@ pub fn family_checksum(family: Family) -> &'static str {
 /// stays current while the code it timed is still generated.
 pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
+    static TILED_STREAM_K_TMA: OnceLock<String> = OnceLock::new();
     static TC_TRANSPOSED: OnceLock<String> = OnceLock::new();
     static EW_SHUFFLE: OnceLock<String> = OnceLock::new();
     if cfg.a_copy.shuffles_a() {
         EW_SHUFFLE.get_or_init(|| checksum_of(&[], &EW_SHUFFLE_TEMPLATES))
+    } else if cfg.stream_k && cfg.tma && cfg.family() == Family::Tiled {
+        TILED_STREAM_K_TMA
+            .get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TMA_TEMPLATE]))
     } else if cfg.stream_k && cfg.family() == Family::Tiled {
         TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TEMPLATE]))
     } else if cfg.a_copy == ACopy::WgmmaTrans {
@@ -312,7 +325,9 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
         Family::Ew => ew_context(cfg, name),
         Family::Tc => unreachable!("render() hands the tensor-core family to tc::render_tc"),
     };
-    let template = if cfg.stream_k {
+    let template = if cfg.stream_k && cfg.tma {
+        STREAM_K_TMA_TEMPLATE
+    } else if cfg.stream_k {
         STREAM_K_TEMPLATE
     } else if cfg.a_copy.shuffles_a() {
         EW_SHUFFLE_TEMPLATE

@@ -231,8 +231,8 @@ fn tma_rules(cfg: &KernelConfig) -> Rule {
         return Ok(());
     }
     rule(cfg.tma_capable(), || {
-        "tma applies to the tiled family's column-major and transposing paths without packing \
-         or stream-K, with every tile side at most 256"
+        "tma applies to the tiled family's column-major and transposing paths without packing, \
+         with every tile side at most 256"
             .to_string()
     })
 }
