@@ -515,6 +515,36 @@ fn stream_k_configurations_are_named_rendered_and_kept_apart() {
 }
 
 #[test]
+fn stream_k_with_tensor_copies_renders_its_own_template() {
+    let dp = KernelConfig::parse_name(
+        "nm_spmm_f32_acol16_ms128_ns128_ks64_mt16_nt8_w8x4_n16m32l32_nopack_cp2_mb2_sk1_rc8_tma",
+    )
+    .unwrap();
+    let sk = KernelConfig {
+        stream_k: true,
+        ..dp
+    };
+    assert!(sk.name().ends_with("_rc8_tma_streamk"), "{}", sk.name());
+    assert_eq!(KernelConfig::parse_name(&sk.name()), Some(sk));
+    validate(&sk, &GpuProfile::builtin("h200").unwrap()).unwrap();
+    // Its workers take the two tensor maps after alpha and beta, as the data-parallel entry
+    // of the same module does, and hand them to every tile they run.
+    let src = render(&sk).unwrap().source;
+    let entry = &src[src
+        .find(&format!("\n{}_stream(", compile_key(&sk).name()))
+        .unwrap()..];
+    let params = &entry[..entry.find(')').unwrap()];
+    assert!(
+        params.contains("float alpha, float beta,\n    const __grid_constant__ nmk::TmaMap tma_a")
+    );
+    assert!(entry.contains("tile_ctx(A, B, D, col_info, m, n, k, t, &tma_a, &tma_b)"));
+    // A template of its own: the stream-K kernels without tensor copies keep their checksum.
+    let plain = KernelConfig { tma: false, ..sk };
+    assert_ne!(kernel_checksum(&sk), kernel_checksum(&plain));
+    assert!(!render(&plain).unwrap().source.contains("tma_retire"));
+}
+
+#[test]
 fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     let problem = |m| Problem::new(m, 4096, 4096, nm(8, 32), 32).unwrap();
     let (large, decode) = (
@@ -527,15 +557,27 @@ fn template_checksums_are_stable_sha256s_per_set_of_serving_families() {
     }
     assert_eq!(large, templates_checksum(&problem(4096)));
     assert_eq!(decode, templates_checksum(&problem(16)));
-    // Above m = 16 only the tiled family serves (with its stream-K schedule): the decode
-    // template is not in the sum, so a change to it leaves those rows valid.
+    // Above m = 16 only the tiled family serves (with its two stream-K schedules): the decode
+    // template is not in the sum, so a change to it leaves those rows valid; a stream-K row
+    // stays current by its own schedule's checksum.
     let stream = KernelConfig {
         stream_k: true,
         tma: false,
         dtype: Dtype::F32,
         ..base()
     };
-    assert_eq!(large, kernel_checksum(&stream));
+    let stream_tma = KernelConfig::parse_name(
+        "nm_spmm_f32_acol16_ms128_ns128_ks64_mt16_nt8_w8x4_n16m32l32_nopack_cp2_mb2_sk1_rc8_tma_streamk",
+    )
+    .unwrap();
+    let sums = [
+        large,
+        kernel_checksum(&stream),
+        kernel_checksum(&stream_tma),
+    ];
+    for (i, a) in sums.iter().enumerate() {
+        assert!(sums[i + 1..].iter().all(|b| a != b), "{i}");
+    }
     assert_ne!(large, decode);
     assert_ne!(decode, family_checksum(Family::Decode));
 }

@@ -89,8 +89,9 @@ fn element_wise_problems_are_served_by_the_element_wise_families_alone() {
         Family::serving(&vector(4)),
         &[Family::Tiled, Family::Decode]
     );
-    // Above decode size the key is the tiled family's templates with its stream-K schedule;
-    // a data-parallel row stays current by its kernel's own checksum, the family's.
+    // Above decode size the key is the tiled family's templates with both stream-K schedules
+    // (with tensor copies and without); a data-parallel row stays current by its kernel's own
+    // checksum, the family's, and a stream-K row by its schedule's.
     let default = table_one::default_config(&vector(256), &h100()).unwrap();
     let stream = KernelConfig {
         stream_k: true,
@@ -98,7 +99,9 @@ fn element_wise_problems_are_served_by_the_element_wise_families_alone() {
         dtype: Dtype::F32,
         ..default
     };
-    assert_eq!(templates_checksum(&vector(256)), kernel_checksum(&stream));
+    let key = templates_checksum(&vector(256));
+    assert_ne!(key, kernel_checksum(&stream));
+    assert_ne!(key, family_checksum(Family::Tiled));
     assert_eq!(kernel_checksum(&default), family_checksum(Family::Tiled));
     for other in [vector(256), vector(4)] {
         assert_ne!(templates_checksum(&other), family_checksum(Family::Ew));

@@ -267,8 +267,7 @@ pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     if cfg.a_copy.shuffles_a() {
         EW_SHUFFLE.get_or_init(|| checksum_of(&[], &EW_SHUFFLE_TEMPLATES))
     } else if cfg.stream_k && cfg.tma && cfg.family() == Family::Tiled {
-        TILED_STREAM_K_TMA
-            .get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TMA_TEMPLATE]))
+        TILED_STREAM_K_TMA.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TMA_TEMPLATE]))
     } else if cfg.stream_k && cfg.family() == Family::Tiled {
         TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TEMPLATE]))
     } else if cfg.a_copy == ACopy::WgmmaTrans {
