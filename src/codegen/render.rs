@@ -194,7 +194,7 @@ fn checksum_of(families: &[Family], extra: &[&str]) -> String {
 }
 
 /// The checksum of the templates that may serve `problem` ([`Family::serving`], and the
-/// stream-K schedule above decode size, the transposing pass of row-major tensor-core
+/// two stream-K schedules above decode size, the transposing pass of row-major tensor-core
 /// problems, the shuffle template of element-wise decode ones), computed once per set: the
 /// key of a tuning run, by which it resumes. A tuning-database row is current while it
 /// matches, or while its kernel's own templates are unchanged ([`kernel_checksum`]): a
@@ -255,7 +255,8 @@ pub fn family_checksum(family: Family) -> &'static str {
 }
 
 /// The checksum of the templates that render `cfg`: its family's ([`family_checksum`]), and
-/// the stream-K template for a tiled stream-K configuration, the transposing pass for a
+/// the stream-K template for a tiled stream-K configuration (its tensor-copy one with
+/// `tma`), the transposing pass for a
 /// row-major tensor-core one (whose stream-K schedule is in its own template); a shuffle
 /// path's own templates ([`EW_SHUFFLE_TEMPLATES`]). Stored with every measurement, so a row
 /// stays current while the code it timed is still generated.
