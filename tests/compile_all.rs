@@ -11,8 +11,9 @@
 //! spread evenly over the stratum, taken from one sibling in turn, so that every code path
 //! and tile shape compiles once a group and every pattern gets a share; for sm_80 and sm_89,
 //! alternately, one kernel per code path (A copy path, packing, element-wise windows) of
-//! every pattern; plus the stream-K entry of every 8th sampled tiled kernel and the
-//! tensor-copy variant (sm_90) of every 4th that can take one.
+//! every pattern; plus the stream-K entry of every 8th sampled tiled kernel, the
+//! tensor-copy variant (sm_90) of every 4th that can take one, and the stream-K entry (its own
+//! template) of every 8th unsplit tensor-copy variant.
 //! `NMTUNE_COMPILE_SAMPLE=full` compiles every distinct kernel of every pattern for all
 //! three architectures.
 //!
@@ -185,8 +186,8 @@ fn plan_jobs(full: bool) -> Vec<Job> {
     jobs
 }
 
-/// One pattern's jobs: its sm_90 kernels with their stream-K and tensor-copy variants, and
-/// its kernels for the other architectures.
+/// One pattern's jobs: its sm_90 kernels with their stream-K and tensor-copy variants (and
+/// the stream-K entry of some tensor-copy ones), and its kernels for the other architectures.
 fn push_jobs(
     jobs: &mut Vec<Job>,
     pattern: &str,
@@ -213,7 +214,21 @@ fn push_jobs(
         .step_by(TMA_EVERY)
         .map(|c| KernelConfig { tma: true, ..*c })
         .collect::<Vec<_>>();
-    for cfg in primary.into_iter().chain(stream_k).chain(tensor) {
+    let tensor_stream_k = tensor
+        .iter()
+        .filter(|c| c.split_k == 1)
+        .step_by(STREAM_K_EVERY)
+        .map(|c| KernelConfig {
+            stream_k: true,
+            ..*c
+        })
+        .collect::<Vec<_>>();
+    for cfg in primary
+        .into_iter()
+        .chain(stream_k)
+        .chain(tensor)
+        .chain(tensor_stream_k)
+    {
         jobs.push(Job {
             pattern: pattern.to_string(),
             cfg,
