@@ -386,6 +386,16 @@ fn the_tensor_copies_match_the_cpu_reference() {
             check_pair(&gpu, &kernel, (m, n, k), i as u64, &mut failures);
             checked += 1;
         }
+        if cfg.stream_k_splits_tiles_many_ways() {
+            // More workers than tiles: every tile split among four or five of them, shares
+            // of two or three k-tiles, some inside one tile, some across two.
+            let (m, n, k) = shapes[0];
+            let k = k.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
+            let n = n.div_ceil(cfg.l as usize) * cfg.l as usize;
+            kernel.set_stream_workers(4 * cfg.tiles(m, n) + 1);
+            check_pair(&gpu, &kernel, (m, n, k), 7, &mut failures);
+            checked += 1;
+        }
     }
     eprintln!(
         "tensor copies: {} configurations, {checked} pairs checked, {} failed",

@@ -605,6 +605,67 @@ fn the_warm_strategy_times_the_earlier_winners_again_and_searches_where_none_are
     }
 }
 
+#[test]
+fn a_template_change_times_again_only_the_kernels_it_changed() {
+    // A pruned tuning's rows as they stand after a template change that left every other
+    // kernel's code as it was: another template checksum, and the kernel checksum of the
+    // code this build generates on every other row (an older one on the rest).
+    let dir = tempfile::tempdir().unwrap();
+    let first = Database::open(&dir.path().join("first.sqlite")).unwrap();
+    run(None, &first, dir.path()).1.unwrap();
+    let earlier: Vec<Measurement> = first
+        .measurements(Some("h200"))
+        .unwrap()
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| Measurement {
+            template_checksum: "an-earlier-template".into(),
+            kernel_checksum: Some(if i % 2 == 0 {
+                nmtune::codegen::kernel_checksum(&m.config).to_string()
+            } else {
+                "changed-since".to_string()
+            }),
+            ..m
+        })
+        .collect();
+    let db = Database::open(&dir.path().join("changed.sqlite")).unwrap();
+    db.record_all(&earlier).unwrap();
+
+    let ran = run_with(Strategy::Warm, &db, dir.path());
+    let after = db.measurements(Some("h200")).unwrap();
+    let current = |m: &Measurement| m.template_checksum != "an-earlier-template";
+    for old in &earlier {
+        let name = old.kernel_name();
+        let ran_again = ran
+            .get(&old.problem)
+            .is_some_and(|kernels| kernels.contains(&name));
+        let now: Vec<&Measurement> = after
+            .iter()
+            .filter(|m| m.problem == old.problem && m.kernel_name() == name && current(m))
+            .collect();
+        if old.kernel_checksum.as_deref() == Some(nmtune::codegen::kernel_checksum(&old.config)) {
+            // Unchanged code: carried over as this build's row, not run again.
+            assert!(!ran_again, "{name} on {} ran again", old.problem);
+            assert_eq!(now.len(), 1, "{name} on {}", old.problem);
+            assert_eq!(now[0].median_us, old.median_us);
+            assert_eq!(now[0].status, old.status);
+        } else {
+            // Changed code: never carried; timed again where the warm plan offers it.
+            assert!(ran_again || now.is_empty(), "{name} on {}", old.problem);
+        }
+    }
+    // Every problem's best entry is the fastest verified timing of this build's rows.
+    for problem in problems() {
+        let fastest = after
+            .iter()
+            .filter(|m| m.problem == problem && current(m))
+            .filter(|m| m.status == Status::Ok && m.verified)
+            .min_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap())
+            .map(Measurement::kernel_name);
+        assert_eq!(best(&db).get(&problem).cloned(), fastest, "{problem}");
+    }
+}
+
 /// The kernels of `strategy`'s candidates for `problem`.
 fn names(problem: &Problem, strategy: Strategy) -> HashSet<String> {
     search::candidates(problem, &h200(), strategy)

@@ -686,9 +686,17 @@ impl KernelConfig {
         m.div_ceil(self.m_s as usize) * n.div_ceil(self.n_s as usize)
     }
 
+    /// Whether this configuration's stream-K schedule shares a tile among any number of
+    /// workers (the tensor-copy template: a grid of fewer tiles than workers is shared out
+    /// whole), not two at most (the other template, whose kernels the H100's databases
+    /// timed; the two become one when an H100 re-tunes them).
+    pub fn stream_k_splits_tiles_many_ways(&self) -> bool {
+        self.stream_k && self.tma
+    }
+
     /// Arrival counters (u32, zero before and after every launch) a launch on an m×n C
-    /// needs: one per tile for a stream-K schedule (the second of a split tile's two workers
-    /// adds their sums up), none otherwise.
+    /// needs: one per tile for a stream-K schedule (the last of a split tile's workers adds
+    /// their sums up), none otherwise.
     pub fn counters(&self, m: usize, n: usize) -> usize {
         if self.stream_k {
             self.tiles(m, n)

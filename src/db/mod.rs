@@ -227,7 +227,26 @@ impl Database {
             &self.path,
             self.schema_version,
             (gpu, problem),
-            (checksum, source),
+            (Some(checksum), source),
+        ))
+    }
+
+    /// The rows recorded (any status) of `problem` on `gpu` from `source`, whatever their
+    /// template checksum.
+    pub fn recorded_any_checksum(
+        &self,
+        gpu: &str,
+        problem: &Problem,
+        source: Source,
+    ) -> Result<Vec<Measurement>, DbError> {
+        let mut guard = self.lock();
+        let conn = self.connection(&mut guard)?;
+        self.run(store::recorded(
+            conn,
+            &self.path,
+            self.schema_version,
+            (gpu, problem),
+            (None, source),
         ))
     }
 

@@ -438,17 +438,25 @@ pub(crate) async fn recorded(
     path: &Path,
     schema_version: i64,
     (gpu, problem): (&str, &Problem),
-    (checksum, source): (&str, Source),
+    (checksum, source): (Option<&str>, Source),
 ) -> Result<Vec<Measurement>, DbError> {
     let key = ProblemKey::new(problem, path, schema_version)?;
+    // `None`: rows of every template checksum.
+    let of_checksum = if checksum.is_some() {
+        " AND ms.template_checksum = ?"
+    } else {
+        ""
+    };
     let sql = format!(
-        "{} WHERE {} AND g.name = ? AND ms.template_checksum = ? AND ms.source = ?",
+        "{} WHERE {} AND g.name = ?{of_checksum} AND ms.source = ?",
         measurement_select(schema_version),
         key.matching()
     );
-    let rows = bind_problem(sqlx::query(&sql), &key)
-        .bind(gpu)
-        .bind(checksum)
+    let mut query = bind_problem(sqlx::query(&sql), &key).bind(gpu);
+    if let Some(checksum) = checksum {
+        query = query.bind(checksum);
+    }
+    let rows = query
         .bind(source.as_str())
         .fetch_all(&mut *conn)
         .await

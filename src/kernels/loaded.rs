@@ -221,13 +221,16 @@ impl LoadedKernel {
             Some(data_parallel) => {
                 let n_tiles = n.div_ceil(cfg.n_s as usize);
                 let k_tiles = k.div_ceil(cfg.k_s as usize);
+                let many_ways = cfg.stream_k_splits_tiles_many_ways();
                 let (dp_rows, sk_tiles) =
-                    stream_split(m_tiles, n_tiles, k_tiles, self.stream_workers);
+                    stream_split(m_tiles, n_tiles, k_tiles, self.stream_workers, many_ways);
                 if dp_rows > 0 {
                     launches.push((data_parallel, tiles_grid(dp_rows), None));
                 }
                 if sk_tiles > 0 {
-                    let workers = grid((self.stream_workers as u32, 1, 1));
+                    // Every worker's share is at least one k-tile.
+                    let workers = self.stream_workers.min(sk_tiles * k_tiles);
+                    let workers = grid((workers as u32, 1, 1));
                     launches.push((&self.main, workers, Some(sk_tiles as i32)));
                 }
             }
@@ -366,20 +369,37 @@ const WORKER_SLOWDOWN: f64 = 0.06;
 /// out). Chosen by the time it predicts in tile times: the data-parallel rows' waves, plus
 /// the workers' even share at [`WORKER_SLOWDOWN`]; every share is at least a tile (so a tile
 /// is split between two workers at most). All rows data-parallel where nothing beats that:
-/// a whole number of waves, fewer tiles than workers, or too many units for the kernel's
-/// 32-bit arithmetic.
-pub fn stream_split(rows: usize, n_tiles: usize, k_tiles: usize, workers: usize) -> (usize, usize) {
+/// a whole number of waves, too many units for the kernel's 32-bit arithmetic, or fewer
+/// tiles than workers, unless the schedule splits a tile among any number of workers
+/// (`many_ways`, [`KernelConfig::stream_k_splits_tiles_many_ways`]): then such a grid, which
+/// would leave SMs idle for its whole time, is shared out whole.
+pub fn stream_split(
+    rows: usize,
+    n_tiles: usize,
+    k_tiles: usize,
+    workers: usize,
+    many_ways: bool,
+) -> (usize, usize) {
     let tiles = rows * n_tiles;
     let all_data_parallel = (rows, 0);
-    if workers == 0 || tiles <= workers || tiles % workers == 0 {
+    let fits_i32 = |shared: usize| shared.saturating_mul(k_tiles) <= i32::MAX as usize;
+    if workers == 0 || tiles % workers == 0 {
         return all_data_parallel;
+    }
+    if tiles < workers {
+        let shared_time = tiles as f64 / workers as f64 * (1.0 + WORKER_SLOWDOWN);
+        return if many_ways && shared_time < 1.0 && fits_i32(tiles) {
+            (0, tiles)
+        } else {
+            all_data_parallel
+        };
     }
     let waves = |t: usize| t.div_ceil(workers) as f64;
     let mut best = (all_data_parallel, waves(tiles));
     // From most data-parallel rows to fewest: a tie keeps the fewer split tiles.
     for dp_rows in (0..rows).rev() {
         let shared = tiles - dp_rows * n_tiles;
-        if shared < workers || shared.saturating_mul(k_tiles) > i32::MAX as usize {
+        if shared < workers || !fits_i32(shared) {
             continue;
         }
         let time =
@@ -699,9 +719,24 @@ mod tests {
     #[test]
     fn whole_waves_and_small_grids_stay_data_parallel() {
         // 4096 × 8448 with 128×256 tiles: 32 × 33 = 1,056 tiles, eight waves of 132.
-        assert_eq!(stream_split(32, 33, 128, 132), (32, 0));
-        // Fewer tiles than workers.
-        assert_eq!(stream_split(2, 8, 64, 132), (2, 0));
+        assert_eq!(stream_split(32, 33, 128, 132, false), (32, 0));
+        // Fewer tiles than workers, for a schedule that splits a tile between two at most.
+        assert_eq!(stream_split(2, 8, 64, 132, false), (2, 0));
+    }
+
+    #[test]
+    fn a_grid_of_fewer_tiles_than_workers_is_shared_out_whole_where_tiles_split_many_ways() {
+        // 256 × 6656 with 128×256 tiles: 2 × 26 = 52 tiles for 132 workers.
+        assert_eq!(stream_split(2, 26, 104, 132, true), (0, 52));
+        // A grid that nearly fills the GPU keeps its one wave.
+        assert_eq!(stream_split(1, 128, 104, 132, true), (1, 0));
+        // Larger grids as with two-way splits.
+        for (rows, n_tiles) in [(32, 33), (32, 26), (32, 16)] {
+            assert_eq!(
+                stream_split(rows, n_tiles, 128, 132, true),
+                stream_split(rows, n_tiles, 128, 132, false)
+            );
+        }
     }
 
     #[test]
@@ -709,7 +744,7 @@ mod tests {
         // 4096 × 6656: 32 × 26 = 832 tiles, 6.3 waves of 132. Data-parallel rows and the
         // workers' share add up to every tile, every share is at least one tile, and the
         // predicted time beats seven whole waves.
-        let (rows, shared) = stream_split(32, 26, 208, 132);
+        let (rows, shared) = stream_split(32, 26, 208, 132, false);
         assert!(rows < 32);
         assert_eq!(rows * 26 + shared, 832);
         assert!(shared >= 132);
@@ -721,6 +756,6 @@ mod tests {
     fn a_nearly_full_last_wave_is_not_worth_the_workers() {
         // 4096²: 512 tiles, 3.88 waves: the workers' slower loop costs more than the 3 %
         // of the last wave they would fill.
-        assert_eq!(stream_split(32, 16, 128, 132), (32, 0));
+        assert_eq!(stream_split(32, 16, 128, 132, false), (32, 0));
     }
 }

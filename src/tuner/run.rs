@@ -95,6 +95,39 @@ pub struct Stored {
     pub kernels: HashSet<String>,
     /// The fastest of those rows that can be the best: the bar a new candidate must beat.
     pub best_us: Option<f64>,
+    /// Rows of earlier template checksums whose kernels this build still generates unchanged
+    /// (their kernel checksum is this build's), as rows of this build's checksum: recorded
+    /// again instead of timed again, so that a template change re-times only the kernels it
+    /// changed. Among `kernels` and `best_us` already.
+    pub carried: Vec<Measurement>,
+}
+
+/// The rows of `others` (earlier template checksums) that time code this build generates
+/// unchanged and whose kernel `now` (rows of `checksum`) lacks, the latest of each kernel,
+/// as rows of `checksum`.
+fn carried_over(others: Vec<Measurement>, now: &[Measurement], checksum: &str) -> Vec<Measurement> {
+    let timed_now: HashSet<String> = now.iter().map(Measurement::kernel_name).collect();
+    let mut latest: BTreeMap<String, Measurement> = BTreeMap::new();
+    for row in others {
+        let same_code = row.kernel_checksum.as_deref() == Some(kernel_checksum(&row.config));
+        let name = row.kernel_name();
+        if row.template_checksum == checksum || !same_code || timed_now.contains(&name) {
+            continue;
+        }
+        if latest
+            .get(&name)
+            .map_or(true, |kept| kept.created_at < row.created_at)
+        {
+            latest.insert(name, row);
+        }
+    }
+    latest
+        .into_values()
+        .map(|row| Measurement {
+            template_checksum: checksum.to_string(),
+            ..row
+        })
+        .collect()
 }
 
 /// Where the loop's rows go: the tuning database (a tuning run: resumes, stores every row as
@@ -176,17 +209,30 @@ impl DbRecorder<'_> {
 
 impl Recorder for DbRecorder<'_> {
     fn stored(&self, problem: &Problem) -> Result<Stored, TuneError> {
-        let rows =
-            self.db
-                .recorded(&self.gpu_name, problem, self.checksum(problem), self.source)?;
-        let best_us = rows
-            .iter()
+        let checksum = self.checksum(problem);
+        let rows = self
+            .db
+            .recorded(&self.gpu_name, problem, checksum, self.source)?;
+        // A replay records the file's rows as they are; a tuning run carries the unchanged.
+        let carried = match self.recorded_checksum {
+            Some(_) => Vec::new(),
+            None => {
+                let all = self
+                    .db
+                    .recorded_any_checksum(&self.gpu_name, problem, self.source)?;
+                carried_over(all, &rows, checksum)
+            }
+        };
+        let known = rows.iter().chain(&carried);
+        let best_us = known
+            .clone()
             .filter(|m| can_be_best(m))
             .filter_map(|m| m.median_us)
             .reduce(f64::min);
         Ok(Stored {
-            kernels: rows.iter().map(Measurement::kernel_name).collect(),
+            kernels: known.map(Measurement::kernel_name).collect(),
             best_us,
+            carried,
         })
     }
 
@@ -430,12 +476,13 @@ pub fn run_plans<R: Runner, S: Recorder>(
 /// A problem and the candidates to time for it.
 type Plan<'a> = (&'a Problem, &'a Vec<KernelConfig>);
 
-/// `plans` without the candidates the recorder stored already (a run resumed, or a re-tune),
-/// and each problem's stored best time: the bar its first new candidate must beat.
+/// `plans` without the candidates the recorder stored already (a run resumed, or a re-tune)
+/// or carries over from earlier templates ([`Stored::carried`], recorded here), and each
+/// problem's stored best time: the bar its first new candidate must beat.
 #[allow(clippy::type_complexity)]
 fn unrecorded<S: Recorder>(
     plans: &[(Problem, Vec<KernelConfig>)],
-    recorder: &S,
+    recorder: &mut S,
 ) -> Result<
     (
         Vec<(Problem, Vec<KernelConfig>)>,
@@ -447,6 +494,9 @@ fn unrecorded<S: Recorder>(
     let mut bars = HashMap::with_capacity(plans.len());
     for (problem, configs) in plans {
         let stored = recorder.stored(problem)?;
+        for row in &stored.carried {
+            recorder.record(row)?;
+        }
         let todo = configs
             .iter()
             .filter(|c| !stored.kernels.contains(&c.name()))

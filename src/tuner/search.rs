@@ -171,24 +171,31 @@ pub fn with_pipeline_twins(
 pub const STREAM_K_TOP: usize = 3;
 
 /// `picked` followed by the valid stream-K variants of its first [`STREAM_K_TOP`] tiled
-/// configurations that do not split k (none for decode-sized problems), and of its first
-/// tensor-core ones whose schedule evens out a partial last wave
-/// ([`tc_stream_k_balances`]).
+/// configurations that do not split k or that take tensor copies (none for decode-sized
+/// problems), and of its first tensor-core ones whose schedule evens out a partial last wave
+/// ([`tc_stream_k_balances`]). A variant does not split k: the schedule shares k out itself.
 pub fn with_stream_k(
     picked: Vec<KernelConfig>,
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
+    let variant = |cfg: KernelConfig| KernelConfig {
+        stream_k: true,
+        split_k: 1,
+        ..cfg
+    };
+    // A split pick with tensor copies has a stream-K variant worth timing: that schedule
+    // shares a grid of fewer tiles than workers out whole, where split-K's grid fills the
+    // GPU in whole slices only and adds a second kernel (the m = 256 winners split k).
     let firsts = |cfg: &KernelConfig| {
-        let variant = KernelConfig {
-            stream_k: true,
-            ..*cfg
-        };
-        cfg.split_k == 1
-            && !cfg.stream_k
+        !cfg.stream_k
             && match cfg.family() {
-                Family::Tiled => true,
-                Family::Tc => tc_stream_k_balances(&variant, problem, gpu),
+                Family::Tiled => {
+                    cfg.split_k == 1 || variant(*cfg).stream_k_splits_tiles_many_ways()
+                }
+                Family::Tc => {
+                    cfg.split_k == 1 && tc_stream_k_balances(&variant(*cfg), problem, gpu)
+                }
                 _ => false,
             }
     };
@@ -196,10 +203,7 @@ pub fn with_stream_k(
     // (on the H200's m = 4096 layers of 6,656 columns, 1.04–1.08× faster than the
     // data-parallel twin, docs/perf-log.md session 56).
     with_variants(picked, problem, gpu, (firsts, STREAM_K_TOP), |cfg| {
-        [KernelConfig {
-            stream_k: true,
-            ..cfg
-        }]
+        [variant(cfg)]
     })
 }
 
@@ -1147,16 +1151,17 @@ mod tests {
         assert!(!stream.is_empty() && stream.len() <= STREAM_K_TOP);
         let firsts: Vec<_> = plain
             .iter()
-            .filter(|c| c.family() == Family::Tiled && c.split_k == 1)
+            .filter(|c| c.family() == Family::Tiled && (c.split_k == 1 || c.tma))
             .take(STREAM_K_TOP)
             .collect();
         for cfg in stream {
-            let base = KernelConfig {
-                stream_k: false,
-                ..*cfg
-            };
+            assert_eq!(cfg.split_k, 1, "{cfg}");
             assert!(
-                firsts.contains(&&base),
+                firsts.iter().any(|base| KernelConfig {
+                    stream_k: true,
+                    split_k: 1,
+                    ..**base
+                } == *cfg),
                 "{cfg} is no variant of a first pick"
             );
         }
@@ -1167,6 +1172,34 @@ mod tests {
         assert!(!candidates(&problem(4096), &gpu, Strategy::Model)
             .iter()
             .any(|c| c.stream_k));
+    }
+
+    #[test]
+    fn a_split_pick_with_tensor_copies_gets_its_unsplit_stream_k_variant() {
+        // An H200 winner at m = 256: 52 tiles of 128×256, k split in two.
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let nm = NmPattern::new(8, 32).unwrap();
+        let problem = Problem::new(256, 6656, 6656, nm, 32)
+            .and_then(|p| p.with_layout(ALayout::ColMajor))
+            .unwrap();
+        let split = KernelConfig::parse_name(
+            "nm_spmm_f32_acol16_ms128_ns256_ks64_mt16_nt8_w8x4_n8m32l32_nopack_cp3_mb1_sk2_tma",
+        )
+        .unwrap();
+        let twinned = with_stream_k(vec![split], &problem, &gpu);
+        let stream = KernelConfig {
+            stream_k: true,
+            split_k: 1,
+            ..split
+        };
+        assert_eq!(twinned, [split, stream]);
+        // Without tensor copies a split pick has none: that schedule would run the grid
+        // data-parallel.
+        let plain = KernelConfig {
+            tma: false,
+            ..split
+        };
+        assert_eq!(with_stream_k(vec![plain], &problem, &gpu), [plain]);
     }
 
     #[test]

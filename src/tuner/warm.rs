@@ -14,7 +14,9 @@
 //! few tiled ones, the other lane widths of the first few element-wise decode ones, and last
 //! the configurations that won its siblings ([`sibling_winners`]). A problem with no such
 //! rows gets the pruned candidates. It is a re-timing, not a search: after a change that
-//! moves the ranking (a new dimension, new seeds), tune with the pruned strategy.
+//! moves the ranking (a new dimension, new seeds), tune with the pruned strategy. Of what it
+//! offers, the tuning loop times only the kernels whose code changed: an earlier row of a
+//! kernel this build generates unchanged is carried over (`run::Stored::carried`).
 
 use super::search::{
     table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks, with_shuffle_twins,
