@@ -9,7 +9,7 @@ set -u
 here=$(dirname "$0")
 OUT=${OUT:-/tmp/nmtune-out}; export OUT
 mkdir -p "$OUT" .device/bin
-for f in nmtune gpu; do gunzip -c "$S/$f.gz" > .device/bin/$f && chmod +x .device/bin/$f; done
+for f in nmtune; do gunzip -c "$S/$f.gz" > .device/bin/$f && chmod +x .device/bin/$f; done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/env.txt"
 for file in shapes/llama.yaml shapes/llama7b-between.yaml; do
   CALL_BUDGET=$((480 - SECONDS)) TUNE_STRATEGY=warm TUNE_ARGS=--retune \
