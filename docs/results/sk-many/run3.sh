@@ -12,7 +12,7 @@ mkdir -p "$OUT" .device/bin
 gunzip -c "$S/llama_mlp.gz" > .device/bin/llama_mlp && chmod +x .device/bin/llama_mlp
 for db in h200 h200-decode; do gunzip -c "$S/$db.sqlite.gz" > tuning-db/$db.sqlite; done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/env.txt"
-export PATH=/usr/local/cuda/bin:$PATH
+export PATH=/usr/local/cuda/bin:$PATH LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 timeout 540 bash scripts/device/untuned-m.sh > "$OUT/untuned-m.log" 2>&1
 echo "untuned-m rc=$? $SECONDS s"
 python3 scripts/untuned_m_summary.py "$OUT/untuned-m.log" > "$OUT/untuned-m-summary.txt" 2>&1
