@@ -378,7 +378,7 @@ fn tidying_keeps_each_problems_latest_completed_tuning() {
     let db = fresh_db(&dir);
     let mut rng = SmallRng::seed_from_u64(21);
     let (old, new) = ("01d0", "4e30");
-    let [p1, p2, p3] = [(); 3].map(|_| random_problem(&mut rng));
+    let [p1, p2, p3, p4] = [(); 4].map(|_| random_problem(&mut rng));
     let done = |ms: &[Measurement], p: &Problem, checksum: &str| {
         db.record_and_mark_done(ms, ("h100", p), checksum, "pruned", Source::Measured)
             .unwrap()
@@ -390,9 +390,22 @@ fn tidying_keeps_each_problems_latest_completed_tuning() {
     done(&p1_new, &p1, new);
     // p2: its re-tune stopped midway: all of it stays, so that resuming loses nothing.
     let p2_old = with_checksum(distinct_measurements(&mut rng, "h100", p2, 2), old);
-    let p2_new = with_checksum(distinct_measurements(&mut rng, "h100", p2, 2), new);
+    let later = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let p2_new: Vec<Measurement> =
+        with_checksum(distinct_measurements(&mut rng, "h100", p2, 2), new)
+            .into_iter()
+            .map(|m| Measurement {
+                created_at: later.clone(),
+                ..m
+            })
+            .collect();
     done(&p2_old, &p2, old);
     db.record_all(&p2_new).unwrap();
+    // p4: a tuning stopped midway, then another tuned it through: the given-up rows go.
+    let p4_given_up = with_checksum(distinct_measurements(&mut rng, "h100", p4, 2), "5e55");
+    let p4_new = with_checksum(distinct_measurements(&mut rng, "h100", p4, 2), new);
+    db.record_all(&p4_given_up).unwrap();
+    done(&p4_new, &p4, new);
     // p3: tuned once; a model prediction under the old templates is not a measurement.
     let p3_new = with_checksum(distinct_measurements(&mut rng, "h100", p3, 2), new);
     done(&p3_new, &p3, new);
@@ -404,12 +417,20 @@ fn tidying_keeps_each_problems_latest_completed_tuning() {
     assert_eq!(
         tidied,
         Tidied {
-            rows_dropped: 4,
-            problems_tidied: 1,
+            rows_dropped: 6,
+            problems_tidied: 2,
             problems_midway: 1
         }
     );
-    let kept = [&p1_new[..], &p2_old, &p2_new, &p3_new, &[predicted]].concat();
+    let kept = [
+        &p1_new[..],
+        &p2_old,
+        &p2_new,
+        &p3_new,
+        &p4_new,
+        &[predicted],
+    ]
+    .concat();
     assert_eq!(sorted(db.measurements(None).unwrap()), sorted(kept));
     assert_eq!(db.best_for("h100", &p1).unwrap(), expected_best(&p1_new));
     assert!(db

@@ -651,8 +651,10 @@ pub struct Tidied {
 /// Per (GPU, problem) with a completed measured run, drop the measured rows and run marks of
 /// every other template checksum than its latest completed run's: what tuning into an empty
 /// file would have written. A problem with measured rows of a checksum whose run never
-/// completed (a tuning stopped midway) is left as it is, so that resuming it loses nothing.
-/// Each tidied problem's best entry is picked again from the rows that stay.
+/// completed (a tuning stopped midway) is left as it is, so that resuming it loses nothing,
+/// unless every such row is older than the latest completed run: that tuning was given up
+/// and another finished after it. Each tidied problem's best entry is picked again from the
+/// rows that stay.
 pub(crate) async fn drop_superseded(
     conn: &mut SqliteConnection,
     path: &Path,
@@ -673,17 +675,27 @@ pub(crate) async fn drop_superseded(
             *entry = (checksum, completed_at);
         }
     }
-    let midway: std::collections::BTreeSet<(i64, i64)> = sqlx::query_as(
-        "SELECT DISTINCT ms.gpu_id, ms.problem_id FROM measurements ms \
+    let unfinished: Vec<(i64, i64, String)> = sqlx::query_as(
+        "SELECT ms.gpu_id, ms.problem_id, ms.created_at FROM measurements ms \
          WHERE ms.source = 'measured' AND NOT EXISTS (SELECT 1 FROM problem_runs r \
          WHERE r.gpu_id = ms.gpu_id AND r.problem_id = ms.problem_id \
          AND r.template_checksum = ms.template_checksum AND r.source = 'measured')",
     )
     .fetch_all(&mut *conn)
     .await
-    .map_err(|err| from_sqlx(path, err))?
-    .into_iter()
-    .collect();
+    .map_err(|err| from_sqlx(path, err))?;
+    let time = |text: &str| chrono::DateTime::parse_from_rfc3339(text).ok();
+    let mut midway: std::collections::BTreeSet<(i64, i64)> = Default::default();
+    for (gpu_id, problem_id, created_at) in unfinished {
+        // An unreadable date keeps the rows: they may be a tuning to resume.
+        let given_up = match (latest.get(&(gpu_id, problem_id)), time(&created_at)) {
+            (Some((_, done_at)), Some(created)) => time(done_at).is_some_and(|done| created < done),
+            _ => false,
+        };
+        if !given_up {
+            midway.insert((gpu_id, problem_id));
+        }
+    }
     let mut tidied = Tidied {
         problems_midway: midway.len() as u64,
         ..Tidied::default()
