@@ -6,7 +6,8 @@
 //! another template checksum and keeps the old rows beside the new ones (lookup and report
 //! ignore them), so the file and its export grow by one copy per template change. This keeps,
 //! per GPU and problem, the measured rows of its latest completed tuning only: what tuning
-//! into an empty file would have written. A tuning that stopped midway is left as it is.
+//! into an empty file would have written. A tuning that stopped midway is left as it is, unless
+//! another tuning of the problem completed after it.
 
 use clap::Args;
 use nmtune::db::{Database, DbError};
