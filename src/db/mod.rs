@@ -220,15 +220,7 @@ impl Database {
         checksum: &str,
         source: Source,
     ) -> Result<Vec<Measurement>, DbError> {
-        let mut guard = self.lock();
-        let conn = self.connection(&mut guard)?;
-        self.run(store::recorded(
-            conn,
-            &self.path,
-            self.schema_version,
-            (gpu, problem),
-            (Some(checksum), source),
-        ))
+        self.recorded_of(gpu, problem, Some(checksum), source)
     }
 
     /// The rows recorded (any status) of `problem` on `gpu` from `source`, whatever their
@@ -239,6 +231,17 @@ impl Database {
         problem: &Problem,
         source: Source,
     ) -> Result<Vec<Measurement>, DbError> {
+        self.recorded_of(gpu, problem, None, source)
+    }
+
+    /// The rows recorded for this key, of one template checksum or (`None`) of every one.
+    fn recorded_of(
+        &self,
+        gpu: &str,
+        problem: &Problem,
+        checksum: Option<&str>,
+        source: Source,
+    ) -> Result<Vec<Measurement>, DbError> {
         let mut guard = self.lock();
         let conn = self.connection(&mut guard)?;
         self.run(store::recorded(
@@ -246,7 +249,7 @@ impl Database {
             &self.path,
             self.schema_version,
             (gpu, problem),
-            (None, source),
+            (checksum, source),
         ))
     }
 
