@@ -10,7 +10,7 @@ use super::search::Strategy;
 use super::warm::warm_candidates;
 use super::TuneError;
 use crate::codegen::{kernel_checksum, templates_checksum, KernelConfig};
-use crate::db::{can_be_best, Database, Measurement, Source, Status};
+use crate::db::{can_be_best, is_current_against, Database, Measurement, Source, Status};
 use crate::gpu::{Gpu, GpuProfile};
 use crate::kernels::table_one;
 use crate::problem::Problem;
@@ -109,9 +109,10 @@ fn carried_over(others: Vec<Measurement>, now: &[Measurement], checksum: &str) -
     let timed_now: HashSet<String> = now.iter().map(Measurement::kernel_name).collect();
     let mut latest: BTreeMap<String, Measurement> = BTreeMap::new();
     for row in others {
-        let same_code = row.kernel_checksum.as_deref() == Some(kernel_checksum(&row.config));
         let name = row.kernel_name();
-        if row.template_checksum == checksum || !same_code || timed_now.contains(&name) {
+        // Of another checksum, yet current: its kernel's own checksum is this build's.
+        let same_code = row.template_checksum != checksum && is_current_against(&row, checksum);
+        if !same_code || timed_now.contains(&name) {
             continue;
         }
         if latest
