@@ -218,6 +218,14 @@ impl ALayout {
             ALayout::ColMajor => "col",
         }
     }
+
+    /// The other layout.
+    pub fn other(&self) -> ALayout {
+        match self {
+            ALayout::RowMajor => ALayout::ColMajor,
+            ALayout::ColMajor => ALayout::RowMajor,
+        }
+    }
 }
 
 named_values!(ALayout, BadLayout);

@@ -8,7 +8,7 @@
 use nmtune::codegen::KernelConfig;
 use nmtune::db::{Database, Measurement, Source, Status};
 use nmtune::gpu::GpuProfile;
-use nmtune::problem::{NmPattern, Problem};
+use nmtune::problem::{ALayout, NmPattern, Problem};
 use nmtune::tuner::measure::{Outcome, Timing, TimingPlan};
 use nmtune::tuner::runner::{Runner, Session, Trial};
 use nmtune::tuner::{
@@ -555,6 +555,111 @@ fn a_warm_retune_offers_each_problem_the_winners_of_its_cell() {
         offered > 0,
         "the layers' winners were timed on every layer already"
     );
+}
+
+#[test]
+fn a_warm_retune_offers_each_problem_the_fastest_kernels_of_its_other_a_layout() {
+    // One product with A in both layouts, tuned with the pruned strategy (each layout ranks
+    // its own candidates), then a warm re-tune.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    let pattern = NmPattern::new(4, 32).unwrap();
+    let row = Problem::new(256, 2048, 4096, pattern, 32).unwrap();
+    let both = [row, row.with_layout(ALayout::ColMajor).unwrap()];
+    let tune = |opts: &TuneOptions| {
+        let calls = Rc::new(RefCell::new(Vec::new()));
+        let fake = Fake {
+            calls: Rc::clone(&calls),
+            fault: None,
+        };
+        tune_with_runner(fake, &h200(), &both, &db, opts).unwrap();
+        let ran: Vec<Call> = calls.borrow().clone();
+        ran
+    };
+    tune(&options(dir.path()));
+    let before = db.measurements(Some("h200")).unwrap();
+    let ran = tune(&TuneOptions {
+        strategy: Strategy::Warm,
+        retune_since: Some(chrono::Utc::now()),
+        ..options(dir.path())
+    });
+    let mut offered = 0;
+    for (problem, twin) in [(both[0], both[1]), (both[1], both[0])] {
+        let mut fastest: Vec<&Measurement> = before
+            .iter()
+            .filter(|m| m.problem == twin && m.median_us.is_some())
+            .collect();
+        fastest.sort_by(|a, b| a.median_us.partial_cmp(&b.median_us).unwrap());
+        let mut won: Vec<KernelConfig> = Vec::new();
+        for m in fastest {
+            if won.len() < nmtune::tuner::warm::LAYOUT_TWINS_TOP && !won.contains(&m.config) {
+                won.push(m.config);
+            }
+        }
+        for cfg in won {
+            let cfg = KernelConfig {
+                a_copy: cfg.a_copy.layout_twin(),
+                ..cfg
+            };
+            assert_eq!(cfg.a_layout(), problem.a_layout);
+            let runs = nmtune::codegen::validate_for_problem(&cfg, &problem).is_ok()
+                && nmtune::codegen::validate(&cfg, &h200()).is_ok();
+            let stored = before
+                .iter()
+                .any(|m| m.problem == problem && m.config == cfg);
+            if !runs || stored {
+                continue;
+            }
+            offered += 1;
+            assert!(
+                ran.iter()
+                    .any(|c| c.problem == problem && c.kernel == cfg.name()),
+                "{problem}: {} of the other layout's winners was not timed",
+                cfg.name()
+            );
+        }
+    }
+    assert!(
+        offered > 0,
+        "every layout twin of the winners was timed already"
+    );
+}
+
+#[test]
+fn a_local_retune_times_the_one_parameter_neighbours_of_each_winner() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.sqlite")).unwrap();
+    run(None, &db, dir.path()).1.unwrap();
+    let winners = best(&db);
+    let before = rows(&db);
+    let ran = run_with_opts(
+        &db,
+        &TuneOptions {
+            strategy: Strategy::Local,
+            retune_since: Some(chrono::Utc::now()),
+            ..options(dir.path())
+        },
+    );
+    let mut offered = 0;
+    for problem in problems() {
+        let won = KernelConfig::parse_name(&winners[&problem]).unwrap();
+        let near = search::neighbours(&won, &problem, &h200());
+        assert!(near.len() > 3, "{problem}: {} neighbours", near.len());
+        for cfg in near {
+            assert_ne!(cfg, won);
+            if before.contains_key(&(problem.to_string(), cfg.name())) {
+                continue;
+            }
+            offered += 1;
+            assert!(
+                ran.get(&problem).is_some_and(|r| r.contains(&cfg.name())),
+                "{problem}: {}, a neighbour of the winner {}, was not timed",
+                cfg.name(),
+                won.name()
+            );
+        }
+    }
+    assert!(offered > 0, "every neighbour was timed already");
 }
 
 #[test]

@@ -166,8 +166,8 @@ fn jobs(args: &BenchArgs) -> anyhow::Result<Vec<(Problem, Vec<KernelConfig>)>> {
     let problem = Problem::new(m, n, k, nm, args.l)?
         .with_layout(args.a_layout)?
         .with_dtype(args.dtype);
-    if args.strategy == Some(StrategyArg::Warm) {
-        bail!("--strategy warm times a tuning database's earlier winners again: tune with it (nmtune --shapes FILE --db DB --strategy warm); nmtune bench --db DB re-times the stored best");
+    if let Some(StrategyArg::Warm | StrategyArg::Local) = args.strategy {
+        bail!("--strategy warm and local time a tuning database's earlier winners again: tune with them (nmtune --shapes FILE --db DB --strategy warm); nmtune bench --db DB re-times the stored best");
     }
     let configs = if args.kernels.is_empty() {
         let profile = nmtune::gpu::GpuProfile::builtin(&args.gpu)

@@ -23,8 +23,12 @@ pub enum StrategyArg {
     Sample,
     /// After a template change: each problem's 8 fastest configurations of the earlier runs in
     /// the database, timed again, its default, and the winners of the other layers at its m,
-    /// pattern and layout (the pruned candidates where it has none)
+    /// pattern and layout and the 3 fastest of its twin with A in the other layout (the pruned
+    /// candidates where it has none)
     Warm,
+    /// What warm offers, and every configuration one parameter away from the problem's
+    /// fastest earlier one (one step of a hill climb; with --retune, from the current winner)
+    Local,
 }
 
 impl From<StrategyArg> for Strategy {
@@ -35,6 +39,7 @@ impl From<StrategyArg> for Strategy {
             StrategyArg::Model => Strategy::Model,
             StrategyArg::Sample => Strategy::Sample,
             StrategyArg::Warm => Strategy::Warm,
+            StrategyArg::Local => Strategy::Local,
         }
     }
 }

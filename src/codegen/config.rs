@@ -178,6 +178,27 @@ impl ACopy {
         }
     }
 
+    /// The path of the same family that reads A in the other layout and runs the same main
+    /// loop where there is one: a column-major path and its transposing twin (which copies A
+    /// into a column-major workspace first), the decode families' row and column paths;
+    /// the row-major paths that copy A directly map to `Col16`.
+    pub fn layout_twin(&self) -> ACopy {
+        match self {
+            ACopy::Col16 => ACopy::Transposed,
+            ACopy::Row4 | ACopy::Row16 | ACopy::RowK | ACopy::Transposed => ACopy::Col16,
+            ACopy::DirectRow => ACopy::DirectCol,
+            ACopy::DirectCol => ACopy::DirectRow,
+            ACopy::EwCol => ACopy::EwTrans,
+            ACopy::EwTrans => ACopy::EwCol,
+            ACopy::EwDirectRow => ACopy::EwDirectCol,
+            ACopy::EwDirectCol => ACopy::EwDirectRow,
+            ACopy::EwShuffleRow => ACopy::EwShuffleCol,
+            ACopy::EwShuffleCol => ACopy::EwShuffleRow,
+            ACopy::Wgmma => ACopy::WgmmaTrans,
+            ACopy::WgmmaTrans => ACopy::Wgmma,
+        }
+    }
+
     /// Whether A reaches the FMAs by warp shuffles (the element-wise decode family's
     /// `EwShuffleRow` / `EwShuffleCol`), rendered by their own template.
     pub fn shuffles_a(&self) -> bool {
@@ -971,6 +992,20 @@ mod tests {
         };
         assert_eq!(row.a_stride(), 68);
         assert_eq!(row.a_layout(), ALayout::RowMajor);
+    }
+
+    #[test]
+    fn a_layout_twin_reads_the_other_layout_in_the_same_family() {
+        for copy in ACopy::ALL {
+            let twin = copy.layout_twin();
+            assert_eq!(twin.layout(), copy.layout().other(), "{copy:?}");
+            assert_eq!(twin.family(), copy.family(), "{copy:?}");
+            // A path and its twin run the same main loop, so the twin's twin is the path
+            // itself, except for the row-major paths without a column-major loop of their own.
+            if !matches!(copy, ACopy::Row4 | ACopy::Row16 | ACopy::RowK) {
+                assert_eq!(twin.layout_twin(), copy, "{copy:?}");
+            }
+        }
     }
 
     #[test]

@@ -384,8 +384,9 @@ pub fn tune_with_runner<R: Runner>(
 }
 
 /// Each problem of `todo` with its candidates: the runner's plan for the strategy; for the warm
-/// strategy, the earlier winners stored in `db` where it has them (on a re-tune, this build's
-/// own timings among them), and the runner's pruned plan for the rest.
+/// and local strategies, the earlier winners stored in `db` where it has them (on a re-tune,
+/// this build's own timings among them; with local, their neighbours), and the runner's pruned
+/// plan for the rest.
 fn plan<R: Runner>(
     runner: &R,
     db: &Database,
@@ -394,11 +395,12 @@ fn plan<R: Runner>(
     strategy: Strategy,
     retune: bool,
 ) -> Result<Vec<(Problem, Vec<KernelConfig>)>, TuneError> {
-    if strategy != Strategy::Warm {
+    if !matches!(strategy, Strategy::Warm | Strategy::Local) {
         let plans = runner.plan(todo, profile, strategy);
         return Ok(todo.iter().copied().zip(plans).collect());
     }
-    let warm = warm_candidates(db, profile, todo, retune)?;
+    let local = strategy == Strategy::Local;
+    let warm = warm_candidates(db, profile, todo, retune, local)?;
     let cold: Vec<Problem> = todo
         .iter()
         .zip(&warm)

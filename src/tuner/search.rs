@@ -27,6 +27,9 @@ pub enum Strategy {
     /// The configurations that won the earlier runs stored for the problem, timed again with
     /// this build's templates ([`super::warm`]); the pruned candidates where none is stored.
     Warm,
+    /// What `Warm` offers, and every configuration one parameter away from the problem's
+    /// fastest earlier one ([`neighbours`]): one step of a hill climb from the stored winner.
+    Local,
 }
 
 impl Strategy {
@@ -37,6 +40,7 @@ impl Strategy {
             Strategy::Model => "model",
             Strategy::Sample => "sample",
             Strategy::Warm => "warm",
+            Strategy::Local => "local",
         }
     }
 }
@@ -89,7 +93,7 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
         }
         // The model predicts a row-chunk variant as its whole-tile kernel: the ranking
         // strategies rank whole tiles, then time the chunked variants of their first picks.
-        Strategy::Warm | Strategy::Pruned => {
+        Strategy::Warm | Strategy::Local | Strategy::Pruned => {
             let picked = pruned_candidates(whole_tiles(space), problem, gpu);
             let picked = with_transposed_twins(picked, problem, gpu);
             let picked = with_tma_twins(picked, problem, gpu, TMA_TWINS_TOP);
@@ -643,6 +647,59 @@ fn with_splits(base: KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Vec<K
         .filter(|cfg| seed_allowed(cfg, problem, gpu))
         .chain(ranked(split, problem, gpu).into_iter().take(SEED_SPLITS))
         .collect()
+}
+
+/// The configurations for `problem` on `gpu` one parameter away from `best` ([`is_neighbour`]:
+/// the A copy, a tile size, the thread tile, the warps, packing, the pipeline, the blocks an
+/// SM or the split of k), each with `best`'s row chunk, tensor copies and stream-K schedule
+/// where it can take them: the local strategy's step from a stored winner, which no ranking
+/// of the model reaches when the winner is a variant the model ranks as its plain kernel.
+pub fn neighbours(best: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let serving = Family::serving(problem);
+    let runs = |cfg: &KernelConfig| {
+        serving.contains(&cfg.family())
+            && validate::validate_for_problem(cfg, problem).is_ok()
+            && validate::validate(cfg, gpu).is_ok()
+    };
+    let mut out: Vec<KernelConfig> = Vec::new();
+    let space = enumerate::space_for(
+        problem.nm,
+        problem.l as u32,
+        problem.a_layout,
+        problem.dtype,
+        gpu,
+    );
+    for cfg in space.iter().filter(|cfg| is_neighbour(best, cfg)) {
+        let like_best = KernelConfig {
+            row_chunk: best.row_chunk,
+            tma: best.tma,
+            stream_k: best.stream_k && cfg.split_k == 1,
+            ..*cfg
+        };
+        let fallbacks = [
+            like_best,
+            KernelConfig {
+                tma: false,
+                ..like_best
+            },
+            KernelConfig {
+                row_chunk: 0,
+                ..like_best
+            },
+            KernelConfig {
+                row_chunk: 0,
+                tma: false,
+                stream_k: false,
+                ..*cfg
+            },
+        ];
+        if let Some(pick) = fallbacks.into_iter().find(|c| runs(c)) {
+            if pick != *best && !out.contains(&pick) {
+                out.push(pick);
+            }
+        }
+    }
+    out
 }
 
 /// Differs from `a` in exactly one parameter.

@@ -11,17 +11,19 @@
 //! fallback, so it stays timed), the row-chunk variants of the first few, the 8-row variants
 //! of the first few 4-row decode configurations, the other decode pipelines of the first
 //! few decode configurations, the stream-K schedule and the other splits of k of the first
-//! few tiled ones, the other lane widths of the first few element-wise decode ones, and last
-//! the configurations that won its siblings ([`sibling_winners`]). A problem with no such
+//! few tiled ones, the other lane widths of the first few element-wise decode ones, the
+//! fastest configurations of the same product with A in the other layout
+//! ([`layout_winners`]), and last the configurations that won its siblings
+//! ([`sibling_winners`]). A problem with no such
 //! rows gets the pruned candidates. It is a re-timing, not a search: after a change that
 //! moves the ranking (a new dimension, new seeds), tune with the pruned strategy. Of what it
 //! offers, the tuning loop times only the kernels whose code changed: an earlier row of a
 //! kernel this build generates unchanged is carried over (`run::Stored::carried`).
 
 use super::search::{
-    table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks, with_shuffle_twins,
-    with_split_twins, with_stream_k, with_tma_twins, with_transposed_twins, with_wide_rows,
-    TMA_TWINS_TOP,
+    neighbours, table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks,
+    with_shuffle_twins, with_split_twins, with_stream_k, with_tma_twins, with_transposed_twins,
+    with_wide_rows, TMA_TWINS_TOP,
 };
 use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
@@ -33,15 +35,21 @@ use std::collections::HashMap;
 /// Earlier configurations timed again per problem.
 pub const WARM_TOP: usize = 8;
 
+/// Fastest configurations of a problem that its twin with A in the other layout is offered.
+pub const LAYOUT_TWINS_TOP: usize = 3;
+
 /// The warm candidates of each of `problems` on `profile`'s GPU from the earlier rows of `db`;
 /// `None` for a problem that has none (the caller gives it the pruned candidates). A re-tune
 /// (`retune`: the search changed, the templates did not) counts this build's own timings as
 /// earlier ones too, so that the variants a changed search adds reach the current winners.
+/// With `local` (the local strategy), also every configuration one parameter away from the
+/// problem's fastest earlier one ([`neighbours`]).
 pub fn warm_candidates(
     db: &Database,
     profile: &GpuProfile,
     problems: &[Problem],
     retune: bool,
+    local: bool,
 ) -> Result<Vec<Option<Vec<KernelConfig>>>, crate::db::DbError> {
     let mut earlier: HashMap<Problem, Vec<Measurement>> = HashMap::new();
     for row in db.measurements(Some(&profile.name))? {
@@ -50,6 +58,7 @@ pub fn warm_candidates(
         }
     }
     let siblings = sibling_winners(&earlier);
+    let layout_twins = layout_winners(&earlier);
     Ok(problems
         .iter()
         .map(|p| {
@@ -57,6 +66,20 @@ pub fn warm_candidates(
             let picked = retimed(rows, p, profile);
             if picked.is_empty() {
                 return Some(picked);
+            }
+            let twin = Problem {
+                a_layout: p.a_layout.other(),
+                ..*p
+            };
+            let twin_won = layout_twins.get(&twin).map_or(&[][..], Vec::as_slice);
+            let fastest = picked[0];
+            let mut picked = with_layout_twins(picked, twin_won, p, profile);
+            if local {
+                for cfg in neighbours(&fastest, p, profile) {
+                    if !picked.contains(&cfg) {
+                        picked.push(cfg);
+                    }
+                }
             }
             let won = siblings.get(&Cell::of(p)).map_or(&[][..], Vec::as_slice);
             let others: Vec<KernelConfig> = won
@@ -116,6 +139,57 @@ fn sibling_winners(
         layers.sort_by_key(|(problem, cfg)| (cfg.name(), problem.to_string()));
     }
     won
+}
+
+/// The [`LAYOUT_TWINS_TOP`] fastest distinct configurations of every problem of `earlier`.
+/// Each is offered to the same product with A in the other layout: the tile shape that wins
+/// one layout tends to suit the other (a transposing path runs the column-major main loop
+/// after a pass over A), but each search ranks its layout's candidates apart. On the H200 the
+/// column-major 4:32 winners' tile at m = 4096 (128 × 256, k_s = 128, two stages) had been
+/// timed on none of the 20 row-major layers, nor the row-major 8:32 winner at 256 × 6656² on
+/// its column-major twin (docs/perf-log.md, session 58).
+fn layout_winners(
+    earlier: &HashMap<Problem, Vec<Measurement>>,
+) -> HashMap<Problem, Vec<KernelConfig>> {
+    let time = |m: &&Measurement| m.median_us.unwrap_or(f64::INFINITY);
+    earlier
+        .iter()
+        .map(|(problem, rows)| {
+            let mut fastest: Vec<&Measurement> = rows.iter().collect();
+            fastest.sort_by(|a, b| time(a).total_cmp(&time(b)));
+            let mut won: Vec<KernelConfig> = Vec::new();
+            for row in fastest {
+                if !won.contains(&row.config) {
+                    won.push(row.config);
+                }
+                if won.len() == LAYOUT_TWINS_TOP {
+                    break;
+                }
+            }
+            (*problem, won)
+        })
+        .collect()
+}
+
+/// `picked` followed by the configurations in `won` (the fastest of the problem's twin in the
+/// other A layout), each with the twin path of its A copy ([`crate::codegen::ACopy::layout_twin`]), that it
+/// lacks and that run `problem` on `gpu`.
+fn with_layout_twins(
+    mut picked: Vec<KernelConfig>,
+    won: &[KernelConfig],
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    for cfg in won {
+        let cfg = KernelConfig {
+            a_copy: cfg.a_copy.layout_twin(),
+            ..*cfg
+        };
+        if runs(&cfg, problem, gpu) && !picked.contains(&cfg) {
+            picked.push(cfg);
+        }
+    }
+    picked
 }
 
 /// `picked` followed by the configurations in `won` (the winners of the problem's cell) that
