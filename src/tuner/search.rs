@@ -652,8 +652,9 @@ fn with_splits(base: KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Vec<K
 /// The configurations for `problem` on `gpu` one parameter away from `best` ([`is_neighbour`]:
 /// the A copy, a tile size, the thread tile, the warps, packing, the pipeline, the blocks an
 /// SM or the split of k), each with `best`'s row chunk, tensor copies and stream-K schedule
-/// where it can take them: the local strategy's step from a stored winner, which no ranking
-/// of the model reaches when the winner is a variant the model ranks as its plain kernel.
+/// where it can take them (else with its own row chunk, else as enumerated): the local
+/// strategy's step from a stored winner, which no ranking of the model reaches when the
+/// winner is a variant the model ranks as its plain kernel.
 pub fn neighbours(best: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let serving = Family::serving(problem);
     let runs = |cfg: &KernelConfig| {
@@ -676,22 +677,19 @@ pub fn neighbours(best: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> V
             stream_k: best.stream_k && cfg.split_k == 1,
             ..*cfg
         };
+        // Where `best`'s row chunk does not fit the neighbour (a longer tile that runs only
+        // chunked, or a chunk that does not divide its rows), the neighbour's own.
         let fallbacks = [
             like_best,
             KernelConfig {
-                tma: false,
+                row_chunk: cfg.row_chunk,
                 ..like_best
             },
             KernelConfig {
-                row_chunk: 0,
+                tma: false,
                 ..like_best
             },
-            KernelConfig {
-                row_chunk: 0,
-                tma: false,
-                stream_k: false,
-                ..*cfg
-            },
+            *cfg,
         ];
         if let Some(pick) = fallbacks.into_iter().find(|c| runs(c)) {
             if pick != *best && !out.contains(&pick) {
@@ -1153,6 +1151,36 @@ mod tests {
         assert!(twins > 0, "no lane twin among {firsts:?}");
         // The warm strategy's pass over the same list adds nothing more.
         assert_eq!(with_lane_twins(picked.clone(), &problem, &gpu), picked);
+    }
+
+    #[test]
+    fn neighbours_differ_in_one_parameter_and_keep_the_winners_variants_where_they_fit() {
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let nm = NmPattern::new(12, 32).unwrap();
+        let problem = Problem::new(4096, 6656, 6656, nm, 32)
+            .unwrap()
+            .with_layout(ALayout::ColMajor)
+            .unwrap();
+        let name = "nm_spmm_f32_acol16_ms128_ns128_ks64_mt16_nt8_w8x4_n12m32l32_nopack_cp2_mb1_sk1_rc8_tma_streamk";
+        let best = KernelConfig::parse_name(name).unwrap();
+        let near = neighbours(&best, &problem, &gpu);
+        let names = || near.iter().map(|c| c.name()).collect::<Vec<_>>();
+        assert!(near.iter().all(|c| is_neighbour(&best, c)), "{:?}", names());
+        // A deeper pipeline keeps the winner's chunks, tensor copies and stream-K schedule.
+        let deeper = KernelConfig { stages: 3, ..best };
+        assert!(validate::validate(&deeper, &gpu).is_ok());
+        assert!(near.contains(&deeper), "{:?}", names());
+        // At k_s = 32 a tile has 12 rows, which chunks of 8 do not divide: the neighbour
+        // keeps its own chunks (4, or none) with the winner's tensor copies and stream-K.
+        let shorter = KernelConfig { k_s: 32, ..best };
+        assert!(validate::validate(&shorter, &gpu).is_err());
+        for row_chunk in [0, 4] {
+            let cfg = KernelConfig {
+                row_chunk,
+                ..shorter
+            };
+            assert!(near.contains(&cfg), "{}: {:?}", cfg.name(), names());
+        }
     }
 
     #[test]
