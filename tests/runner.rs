@@ -426,6 +426,18 @@ fn run_with_opts(db: &Database, opts: &TuneOptions) -> HashMap<Problem, HashSet<
     ran
 }
 
+/// Run the loop over `problems` with a fake that never faults; every call it saw.
+fn tune_calls(problems: &[Problem], db: &Database, opts: &TuneOptions) -> Vec<Call> {
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let fake = Fake {
+        calls: Rc::clone(&calls),
+        fault: None,
+    };
+    tune_with_runner(fake, &h200(), problems, db, opts).unwrap();
+    let ran: Vec<Call> = calls.borrow().clone();
+    ran
+}
+
 /// The kernels the warm strategy offers `problem` given the timed `rows`, and whether it left
 /// some of them out: the fastest earlier configurations, the Table I seeds and the default, in
 /// that order, then the transposing twins of the first row-copying ones, the row-chunk
@@ -512,16 +524,7 @@ fn a_warm_retune_offers_each_problem_the_winners_of_its_cell() {
         .iter()
         .map(|&(n, k)| Problem::new(256, n, k, pattern, 32).unwrap())
         .collect();
-    let tune = |opts: &TuneOptions| {
-        let calls = Rc::new(RefCell::new(Vec::new()));
-        let fake = Fake {
-            calls: Rc::clone(&calls),
-            fault: None,
-        };
-        tune_with_runner(fake, &h200(), &cell, &db, opts).unwrap();
-        let ran: Vec<Call> = calls.borrow().clone();
-        ran
-    };
+    let tune = |opts: &TuneOptions| tune_calls(&cell, &db, opts);
     tune(&options(dir.path()));
     let winners = best(&db);
     let before = rows(&db);
@@ -566,16 +569,7 @@ fn a_warm_retune_offers_each_problem_the_fastest_kernels_of_its_other_a_layout()
     let pattern = NmPattern::new(4, 32).unwrap();
     let row = Problem::new(256, 2048, 4096, pattern, 32).unwrap();
     let both = [row, row.with_layout(ALayout::ColMajor).unwrap()];
-    let tune = |opts: &TuneOptions| {
-        let calls = Rc::new(RefCell::new(Vec::new()));
-        let fake = Fake {
-            calls: Rc::clone(&calls),
-            fault: None,
-        };
-        tune_with_runner(fake, &h200(), &both, &db, opts).unwrap();
-        let ran: Vec<Call> = calls.borrow().clone();
-        ran
-    };
+    let tune = |opts: &TuneOptions| tune_calls(&both, &db, opts);
     tune(&options(dir.path()));
     let before = db.measurements(Some("h200")).unwrap();
     let ran = tune(&TuneOptions {

@@ -73,14 +73,13 @@ pub fn warm_candidates(
             };
             let twin_won = layout_twins.get(&twin).map_or(&[][..], Vec::as_slice);
             let fastest = picked[0];
-            let mut picked = with_layout_twins(picked, twin_won, p, profile);
-            if local {
-                for cfg in neighbours(&fastest, p, profile) {
-                    if !picked.contains(&cfg) {
-                        picked.push(cfg);
-                    }
-                }
-            }
+            let picked = with_layout_twins(picked, twin_won, p, profile);
+            let near = if local {
+                neighbours(&fastest, p, profile)
+            } else {
+                Vec::new()
+            };
+            let picked = with_runnable(picked, near, p, profile);
             let won = siblings.get(&Cell::of(p)).map_or(&[][..], Vec::as_slice);
             let others: Vec<KernelConfig> = won
                 .iter()
@@ -151,40 +150,42 @@ fn sibling_winners(
 fn layout_winners(
     earlier: &HashMap<Problem, Vec<Measurement>>,
 ) -> HashMap<Problem, Vec<KernelConfig>> {
-    let time = |m: &&Measurement| m.median_us.unwrap_or(f64::INFINITY);
     earlier
         .iter()
-        .map(|(problem, rows)| {
-            let mut fastest: Vec<&Measurement> = rows.iter().collect();
-            fastest.sort_by(|a, b| time(a).total_cmp(&time(b)));
-            let mut won: Vec<KernelConfig> = Vec::new();
-            for row in fastest {
-                if !won.contains(&row.config) {
-                    won.push(row.config);
-                }
-                if won.len() == LAYOUT_TWINS_TOP {
-                    break;
-                }
-            }
-            (*problem, won)
-        })
+        .map(|(problem, rows)| (*problem, fastest_distinct(rows, LAYOUT_TWINS_TOP, |_| true)))
         .collect()
 }
 
-/// `picked` followed by the configurations in `won` (the fastest of the problem's twin in the
-/// other A layout), each with the twin path of its A copy ([`crate::codegen::ACopy::layout_twin`]), that it
-/// lacks and that run `problem` on `gpu`.
-fn with_layout_twins(
+/// The `top` fastest distinct configurations of `rows` that pass `keep`, fastest first.
+fn fastest_distinct(
+    rows: &[Measurement],
+    top: usize,
+    keep: impl Fn(&KernelConfig) -> bool,
+) -> Vec<KernelConfig> {
+    // Every row here has a time (`is_timing`), and a stored time is finite.
+    let time = |m: &&Measurement| m.median_us.unwrap_or(f64::INFINITY);
+    let mut fastest: Vec<&Measurement> = rows.iter().collect();
+    fastest.sort_by(|a, b| time(a).total_cmp(&time(b)));
+    let mut picked: Vec<KernelConfig> = Vec::new();
+    for row in fastest {
+        if picked.len() == top {
+            break;
+        }
+        if keep(&row.config) && !picked.contains(&row.config) {
+            picked.push(row.config);
+        }
+    }
+    picked
+}
+
+/// `picked` followed by those of `offered` that it lacks and that run `problem` on `gpu`.
+fn with_runnable(
     mut picked: Vec<KernelConfig>,
-    won: &[KernelConfig],
+    offered: impl IntoIterator<Item = KernelConfig>,
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    for cfg in won {
-        let cfg = KernelConfig {
-            a_copy: cfg.a_copy.layout_twin(),
-            ..*cfg
-        };
+    for cfg in offered {
         if runs(&cfg, problem, gpu) && !picked.contains(&cfg) {
             picked.push(cfg);
         }
@@ -192,23 +193,35 @@ fn with_layout_twins(
     picked
 }
 
-/// `picked` followed by the configurations in `won` (the winners of the problem's cell) that
-/// it lacks and that run `problem` on `gpu`, each as it won and without its split of k (the
-/// split suits the layer it won; the problem's own split variants are the search's business).
-fn with_sibling_winners(
-    mut picked: Vec<KernelConfig>,
+/// `picked` followed by the configurations in `won` (the fastest of the problem's twin in the
+/// other A layout), each with the twin path of its A copy ([`crate::codegen::ACopy::layout_twin`]), that it
+/// lacks and that run `problem` on `gpu`.
+fn with_layout_twins(
+    picked: Vec<KernelConfig>,
     won: &[KernelConfig],
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    for cfg in won {
-        for cfg in [*cfg, KernelConfig { split_k: 1, ..*cfg }] {
-            if runs(&cfg, problem, gpu) && !picked.contains(&cfg) {
-                picked.push(cfg);
-            }
-        }
-    }
-    picked
+    let twins = won.iter().map(|cfg| KernelConfig {
+        a_copy: cfg.a_copy.layout_twin(),
+        ..*cfg
+    });
+    with_runnable(picked, twins, problem, gpu)
+}
+
+/// `picked` followed by the configurations in `won` (the winners of the problem's cell) that
+/// it lacks and that run `problem` on `gpu`, each as it won and without its split of k (the
+/// split suits the layer it won; the problem's own split variants are the search's business).
+fn with_sibling_winners(
+    picked: Vec<KernelConfig>,
+    won: &[KernelConfig],
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let as_won_and_unsplit = won
+        .iter()
+        .flat_map(|cfg| [*cfg, KernelConfig { split_k: 1, ..*cfg }]);
+    with_runnable(picked, as_won_and_unsplit, problem, gpu)
 }
 
 /// Whether this build can run `cfg` for `problem` on `gpu`: a family that serves the problem,
@@ -243,20 +256,8 @@ fn is_stale(row: &Measurement) -> bool {
 /// ([`with_split_twins`]), the other lane widths of the first few element-wise decode
 /// ones ([`with_lane_twins`]) and their twins with A gathered the other way
 /// ([`with_shuffle_twins`]).
-fn retimed(mut rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    // Every row here has a time (`is_timing`), and a stored time is finite.
-    let time = |m: &Measurement| m.median_us.unwrap_or(f64::INFINITY);
-    rows.sort_by(|a, b| time(a).total_cmp(&time(b)));
-    let mut picked: Vec<KernelConfig> = Vec::new();
-    for row in rows {
-        let cfg = row.config;
-        if runs(&cfg, problem, gpu) && !picked.contains(&cfg) {
-            picked.push(cfg);
-            if picked.len() == WARM_TOP {
-                break;
-            }
-        }
-    }
+fn retimed(rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
+    let mut picked = fastest_distinct(&rows, WARM_TOP, |cfg| runs(cfg, problem, gpu));
     if picked.is_empty() {
         return picked;
     }

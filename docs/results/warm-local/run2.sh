@@ -9,10 +9,7 @@
 # and of shapes/llama7b-between.yaml. The database comes back as $OUT/h200.sqlite.gz.
 set -u
 OUT=${OUT:-/tmp/nmtune-out}; export OUT
-mkdir -p "$OUT" .device/bin
-gunzip -c "$S/nmtune.gz" > .device/bin/nmtune && chmod +x .device/bin/nmtune
-gunzip -c "$S/h200.sqlite.gz" > tuning-db/h200.sqlite
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/env.txt"
+S=$S bash scripts/device/unpack.sh
 for file in shapes/llama.yaml shapes/llama.yaml shapes/llama7b-between.yaml; do
   CALL_BUDGET=$((575 - SECONDS)) TUNE_STRATEGY=warm TUNE_ARGS=--retune \
     bash scripts/device/session.sh tune "$file" tuning-db/h200.sqlite | tail -1

@@ -2,27 +2,7 @@
 # Session 58, fourth device call (H200), from the repository root:
 #   S=.dev/s58 bash docs/results/warm-local/run4.sh
 # $S holds nmtune.gz (this build: a tile whose rows are chunked may be longer than a whole
-# unrolled one, so k_s = 128 at 12:32 with 16 × 8 thread tiles) and h200.sqlite.gz (call 3's
-# database).
-# 1. `--strategy local --retune` of m4096-col12-all.yaml and m256-col.yaml (the neighbours
-#    now include the longer chunked tiles);
-# 2. `--strategy warm --retune` of shapes/llama.yaml and shapes/llama7b-between.yaml.
-# The database comes back as $OUT/h200.sqlite.gz.
-set -u
-here=$(dirname "$0")
-OUT=${OUT:-/tmp/nmtune-out}; export OUT
-mkdir -p "$OUT" .device/bin
-gunzip -c "$S/nmtune.gz" > .device/bin/nmtune && chmod +x .device/bin/nmtune
-gunzip -c "$S/h200.sqlite.gz" > tuning-db/h200.sqlite
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/env.txt"
-for file in "$here/m4096-col12-all.yaml" "$here/m256-col.yaml"; do
-  TUNE_LIMIT=150 CALL_BUDGET=575 TUNE_STRATEGY=local TUNE_ARGS=--retune \
-    bash scripts/device/session.sh tune "$file" tuning-db/h200.sqlite | tail -1
-  echo "$file: $SECONDS s"
-done
-for file in shapes/llama.yaml shapes/llama7b-between.yaml; do
-  TUNE_LIMIT=200 CALL_BUDGET=$((580 - SECONDS)) TUNE_STRATEGY=warm TUNE_ARGS=--retune \
-    bash scripts/device/session.sh tune "$file" tuning-db/h200.sqlite | tail -1
-  echo "$file: $SECONDS s"
-done
-echo "end: $SECONDS s"
+# unrolled one, so k_s = 128 at 12:32 with 16 × 8 thread tiles; reverted after call 5) and
+# h200.sqlite.gz (call 3's database); local-warm.sh says what runs.
+LOCAL_FILES="m4096-col12-all.yaml m256-col.yaml" LOCAL_LIMIT=150 LOCAL_BUDGET=575 \
+  WARM_LIMIT=200 WARM_END=580 exec bash "$(dirname "$0")/local-warm.sh"

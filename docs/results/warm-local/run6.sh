@@ -8,10 +8,7 @@
 # winners among them. $OUT/untuned-m.log and its summary.
 set -u
 OUT=${OUT:-/tmp/nmtune-out}; export OUT
-mkdir -p "$OUT" .device/bin
-gunzip -c "$S/llama_mlp.gz" > .device/bin/llama_mlp && chmod +x .device/bin/llama_mlp
-for db in h200 h200-decode; do gunzip -c "$S/$db.sqlite.gz" > tuning-db/$db.sqlite; done
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/env.txt"
+S=$S bash scripts/device/unpack.sh
 export PATH=/usr/local/cuda/bin:$PATH LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 timeout 250 bash scripts/device/untuned-m.sh > "$OUT/untuned-m.log" 2>&1
 echo "untuned-m rc=$? $SECONDS s"
