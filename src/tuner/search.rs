@@ -656,12 +656,6 @@ fn with_splits(base: KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Vec<K
 /// strategy's step from a stored winner, which no ranking of the model reaches when the
 /// winner is a variant the model ranks as its plain kernel.
 pub fn neighbours(best: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
-    let serving = Family::serving(problem);
-    let runs = |cfg: &KernelConfig| {
-        serving.contains(&cfg.family())
-            && validate::validate_for_problem(cfg, problem).is_ok()
-            && validate::validate(cfg, gpu).is_ok()
-    };
     let mut out: Vec<KernelConfig> = Vec::new();
     let space = enumerate::space_for(
         problem.nm,
@@ -691,13 +685,21 @@ pub fn neighbours(best: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> V
             },
             *cfg,
         ];
-        if let Some(pick) = fallbacks.into_iter().find(|c| runs(c)) {
+        if let Some(pick) = fallbacks.into_iter().find(|c| runs(c, problem, gpu)) {
             if pick != *best && !out.contains(&pick) {
                 out.push(pick);
             }
         }
     }
     out
+}
+
+/// Whether this build can run `cfg` for `problem` on `gpu`: a family that serves the problem,
+/// and every rule of the configuration, the problem and the GPU.
+pub fn runs(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
+    Family::serving(problem).contains(&cfg.family())
+        && validate::validate_for_problem(cfg, problem).is_ok()
+        && validate::validate(cfg, gpu).is_ok()
 }
 
 /// Differs from `a` in exactly one parameter.

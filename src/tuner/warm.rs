@@ -21,11 +21,11 @@
 //! kernel this build generates unchanged is carried over (`run::Stored::carried`).
 
 use super::search::{
-    neighbours, table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks,
+    neighbours, runs, table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks,
     with_shuffle_twins, with_split_twins, with_stream_k, with_tma_twins, with_transposed_twins,
     with_wide_rows, TMA_TWINS_TOP,
 };
-use crate::codegen::{templates_checksum, validate, Family, KernelConfig};
+use crate::codegen::{templates_checksum, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
 use crate::gpu::GpuProfile;
 use crate::kernels::table_one;
@@ -222,14 +222,6 @@ fn with_sibling_winners(
         .iter()
         .flat_map(|cfg| [*cfg, KernelConfig { split_k: 1, ..*cfg }]);
     with_runnable(picked, as_won_and_unsplit, problem, gpu)
-}
-
-/// Whether this build can run `cfg` for `problem` on `gpu`: a family that serves the problem,
-/// and every rule of the configuration, the problem and the GPU.
-fn runs(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> bool {
-    Family::serving(problem).contains(&cfg.family())
-        && validate::validate_for_problem(cfg, problem).is_ok()
-        && validate::validate(cfg, gpu).is_ok()
 }
 
 /// A verified, timed row measured on the GPU (an abandoned candidate's probe runs time it too).
