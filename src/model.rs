@@ -409,8 +409,9 @@ fn predict_ew(
 }
 
 /// The split-K reduction: split_k partial sums read and C written (and read), one launch.
+/// A split summed in a cluster has none: its blocks add up through shared memory.
 fn reduce_seconds(cfg: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> f64 {
-    if cfg.split_k <= 1 {
+    if !cfg.launches_reduce() {
         return 0.0;
     }
     let (m, n) = (problem.m as f64, problem.n as f64);
@@ -565,6 +566,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            cluster_sum: false,
             dtype: Dtype::F32,
         }
     }

@@ -42,6 +42,7 @@ fn base() -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     }
 }
@@ -542,6 +543,60 @@ fn stream_k_with_tensor_copies_renders_its_own_template() {
     let plain = KernelConfig { tma: false, ..sk };
     assert_ne!(kernel_checksum(&sk), kernel_checksum(&plain));
     assert!(!render(&plain).unwrap().source.contains("tma_retire"));
+}
+
+#[test]
+fn cluster_sums_are_named_rendered_and_kept_apart() {
+    let split = KernelConfig {
+        split_k: 4,
+        ..base()
+    };
+    let summed = KernelConfig {
+        cluster_sum: true,
+        ..split
+    };
+    assert!(summed.name().ends_with("_sk4_clsum"), "{}", summed.name());
+    assert_eq!(KernelConfig::parse_name(&summed.name()), Some(summed));
+    let tensor = KernelConfig::parse_name(
+        "nm_spmm_f32_acol16_ms64_ns128_ks64_mt8_nt8_w8x4_n8m32l32_nopack_cp2_mb2_sk3_rc8_tma_clsum",
+    )
+    .unwrap();
+    assert!(tensor.tma && tensor.cluster_sum && tensor.row_chunk == 8);
+    // No workspace and no reduction kernel; the split is compiled in.
+    assert!(!summed.launches_reduce() && split.launches_reduce());
+    assert_eq!(summed.workspace_floats(300, 512, 1024), 0);
+    assert_eq!(compile_key(&summed), summed);
+    assert_eq!(compile_key(&split).split_k, 1);
+    let src = render(&summed).unwrap();
+    let base_name = compile_key(&summed).name();
+    assert_eq!(src.name, format!("{base_name}_cluster"));
+    assert_eq!(src.reduce_name, None);
+    assert!(src.source.contains("__cluster_dims__(1, 1, 4)"));
+    // A template of its own: the split kernels without it keep their rows current.
+    assert_eq!(kernel_checksum(&split), family_checksum(Family::Tiled));
+    assert_ne!(kernel_checksum(&summed), kernel_checksum(&split));
+    // Its rules: a split of 2 to 8 of the tiled family without stream-K, on sm_90 and later.
+    validate(&summed, &h100()).unwrap();
+    let a100 = GpuProfile::builtin("a100").unwrap();
+    assert!(reason_of(validate(&summed, &a100)).contains("needs compute capability 9.0"));
+    let unsplit = KernelConfig {
+        split_k: 1,
+        ..summed
+    };
+    assert!(reason_of(validate_structure(&unsplit)).contains("split_k from 2 to 8"));
+    assert!(!summed.with_split(1).cluster_sum && summed.with_split(2).cluster_sum);
+    let streamed = KernelConfig {
+        stream_k: true,
+        split_k: 1,
+        ..summed
+    };
+    assert!(reason_of(validate_structure(&streamed)).contains("stream-K"));
+    let decode_summed = KernelConfig {
+        split_k: 3,
+        cluster_sum: true,
+        ..decode(4, ACopy::DirectRow)
+    };
+    assert!(reason_of(validate_structure(&decode_summed)).contains("tiled family"));
 }
 
 #[test]
@@ -1115,6 +1170,7 @@ fn decode(m_s: u32, a_copy: ACopy) -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     }
 }

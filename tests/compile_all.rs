@@ -12,8 +12,9 @@
 //! and tile shape compiles once a group and every pattern gets a share; for sm_80 and sm_89,
 //! alternately, one kernel per code path (A copy path, packing, element-wise windows) of
 //! every pattern; plus the stream-K entry of every 8th sampled tiled kernel, the
-//! tensor-copy variant (sm_90) of every 4th that can take one, and the stream-K entry (its own
-//! template) of every 8th unsplit tensor-copy variant.
+//! tensor-copy variant (sm_90) of every 4th that can take one, the stream-K entry (its own
+//! template) of every 8th unsplit tensor-copy variant, and the cluster-summed split (sm_90, its
+//! own template, every split from 2 to 8 in turn) of every 8th tiled kernel.
 //! `NMTUNE_COMPILE_SAMPLE=full` compiles every distinct kernel of every pattern for all
 //! three architectures.
 //!
@@ -25,7 +26,7 @@ mod common;
 
 use nmtune::codegen::nvrtc::{compile_cached_with_outcome, CacheOutcome, CompiledKernel};
 use nmtune::codegen::{
-    compile_key, compile_set, nvrtc_version, render, ACopy, Family, KernelConfig,
+    compile_key, compile_set, nvrtc_version, render, validate, ACopy, Family, KernelConfig,
 };
 use nmtune::gpu::GpuProfile;
 use nmtune::problem::{ALayout, Dtype, NmPattern};
@@ -51,6 +52,10 @@ const PRIMARY_PER_STRATUM: usize = 1;
 const STREAM_K_EVERY: usize = 8;
 /// One tensor-copy variant (sm_90 only) per this many sampled kernels that can take one.
 const TMA_EVERY: usize = 4;
+/// One cluster-summed split (sm_90 only) per this many sampled tiled kernels, split in turn
+/// in each of these ways.
+const CLUSTER_SUM_EVERY: usize = 8;
+const CLUSTER_SPLITS: [u32; 5] = [2, 3, 4, 6, 8];
 
 struct Job {
     pattern: String,
@@ -186,8 +191,9 @@ fn plan_jobs(full: bool) -> Vec<Job> {
     jobs
 }
 
-/// One pattern's jobs: its sm_90 kernels with their stream-K and tensor-copy variants (and
-/// the stream-K entry of some tensor-copy ones), and its kernels for the other architectures.
+/// One pattern's jobs: its sm_90 kernels with their stream-K, tensor-copy and cluster-summed
+/// variants (and the stream-K entry of some tensor-copy ones), and its kernels for the other
+/// architectures.
 fn push_jobs(
     jobs: &mut Vec<Job>,
     pattern: &str,
@@ -223,11 +229,25 @@ fn push_jobs(
             ..*c
         })
         .collect::<Vec<_>>();
+    let cluster_sums = primary
+        .iter()
+        .chain(&tensor)
+        .filter(|c| c.family() == Family::Tiled && !c.stream_k)
+        .step_by(CLUSTER_SUM_EVERY)
+        .zip(CLUSTER_SPLITS.iter().cycle())
+        .map(|(c, &split_k)| KernelConfig {
+            split_k,
+            cluster_sum: true,
+            ..*c
+        })
+        .filter(|c| validate::validate_structure(c).is_ok())
+        .collect::<Vec<_>>();
     for cfg in primary
         .into_iter()
         .chain(stream_k)
         .chain(tensor)
         .chain(tensor_stream_k)
+        .chain(cluster_sums)
     {
         jobs.push(Job {
             pattern: pattern.to_string(),

@@ -45,6 +45,7 @@ fn random_config(rng: &mut SmallRng, problem: &Problem) -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     }
 }

@@ -945,6 +945,7 @@ fn any_config() -> impl Strategy<Value = KernelConfig> {
                     row_chunk: 0,
                     stream_k: false,
                     tma: false,
+                    cluster_sum: false,
                     dtype: Dtype::F32,
                 }
             },

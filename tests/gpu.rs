@@ -76,6 +76,7 @@ fn config(
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     }
 }
@@ -104,7 +105,18 @@ fn decode_configs(nm: NmPattern, l: u32) -> Vec<KernelConfig> {
 }
 
 /// Run `kernel` on a random (m, n, k) instance and return the relative error against the CPU.
-fn error_of(gpu: &Gpu, kernel: &LoadedKernel, (m, n, k): (usize, usize, usize), seed: u64) -> f64 {
+fn error_of(gpu: &Gpu, kernel: &LoadedKernel, shape: (usize, usize, usize), seed: u64) -> f64 {
+    let (got, want) = run_random(gpu, kernel, shape, seed);
+    reference::relative_error(&got, &want)
+}
+
+/// Run `kernel` on the random (m, n, k) instance of `seed`: its C and the CPU reference's.
+fn run_random(
+    gpu: &Gpu,
+    kernel: &LoadedKernel,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+) -> (Vec<f32>, Vec<f32>) {
     let cfg = &kernel.config;
     let mut rng = SmallRng::seed_from_u64(seed);
     let dense = random(k * n, &mut rng);
@@ -120,7 +132,7 @@ fn error_of(gpu: &Gpu, kernel: &LoadedKernel, (m, n, k): (usize, usize, usize), 
         ALayout::ColMajor => (0..m * k).map(|e| a[(e % m) * k + e / m]).collect(),
     };
     let got = launch(gpu, kernel, &weight, &a_dev, &c0, (m, n, k), alpha, beta);
-    reference::relative_error(&got, &want)
+    (got, want)
 }
 
 /// One (configuration, shape) pair: `kernel` on a random instance of `shape` against the CPU
@@ -404,6 +416,123 @@ fn the_tensor_copies_match_the_cpu_reference() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Splits of k summed in a cluster (`cluster_sum`; sm_90 and later) against the CPU
+/// reference on random data, and against their workspace twins bit for bit (the same
+/// additions in the same order): every A path, packing, tensor copies, row chunks, ring
+/// depths 2 and 3, every split from 2 to 8 (at 8, slices without a k-tile), a tile whose
+/// sums need two passes through the ring, at shapes of interior tiles (the last row slid
+/// back), a partial k-tile and a small ragged one.
+#[test]
+fn the_cluster_sums_match_the_cpu_reference_and_the_workspace_split() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    if gpu.profile().compute_capability < (9, 0) {
+        eprintln!("SKIPPED: clusters need sm_90");
+        return;
+    }
+    let mut configs = Vec::new();
+    for (n, m) in [(4, 32), (12, 32), (16, 32)] {
+        let nm = NmPattern::new(n, m).unwrap();
+        for a_copy in [
+            ACopy::Col16,
+            ACopy::Transposed,
+            ACopy::Row4,
+            ACopy::Row16,
+            ACopy::RowK,
+        ] {
+            for (shape, packing) in [(Shape::Medium, false), (Shape::Large, true)] {
+                for (stages, split_k, tma, row_chunk) in [
+                    (2, 2, false, 0),
+                    (3, 3, true, 0),
+                    (2, 8, true, 4),
+                    (3, 4, false, 0),
+                ] {
+                    let cfg = KernelConfig {
+                        tma,
+                        row_chunk,
+                        cluster_sum: true,
+                        ..config(nm, 32, a_copy, packing, stages, split_k, shape)
+                    };
+                    if validate::validate(&cfg, gpu.profile()).is_ok() {
+                        configs.push(cfg);
+                    }
+                }
+            }
+        }
+    }
+    configs.extend(CLUSTER_SUM_WINNERS.iter().map(|name| {
+        KernelConfig::parse_name(name).unwrap_or_else(|| panic!("{name} is no kernel name"))
+    }));
+    assert!(
+        configs
+            .iter()
+            .any(|c| validate::cluster_sum_passes(c).unwrap() > 1),
+        "no tile of two passes"
+    );
+    assert!(configs.len() >= 30, "{} configurations", configs.len());
+    let twins: Vec<KernelConfig> = configs
+        .iter()
+        .map(|c| KernelConfig {
+            cluster_sum: false,
+            ..*c
+        })
+        .collect();
+    let all: Vec<KernelConfig> = configs.iter().chain(&twins).copied().collect();
+    let cache = std::env::temp_dir().join("nmtune-gpu-test-cache");
+    let built = build_all(&all, &gpu.profile().arch(), &cache);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (cfg, twin) in configs.iter().zip(&twins) {
+        let (Some(kernel), Some(twin)) = (
+            load_built(&gpu, cfg, &built, &mut failures),
+            load_built(&gpu, twin, &built, &mut failures),
+        ) else {
+            continue;
+        };
+        let window = cfg.k_s as usize;
+        let shapes = [
+            (300, 3 * cfg.n_s as usize, 10 * window),
+            (300, 2 * cfg.n_s as usize, 10 * window - cfg.nm.m as usize),
+            (40, 96, 96),
+        ];
+        for (i, &(m, n, k)) in shapes.iter().enumerate() {
+            let k = k.div_ceil(cfg.nm.m as usize) * cfg.nm.m as usize;
+            let n = n.div_ceil(cfg.l as usize) * cfg.l as usize;
+            let (got, want) = run_random(&gpu, &kernel, (m, n, k), i as u64);
+            let err = reference::relative_error(&got, &want);
+            if err.is_nan() || err >= BOUND {
+                failures.push(format!("{cfg} at {:?}: rel error {err:.3e}", (m, n, k)));
+            }
+            let (split, _) = run_random(&gpu, &twin, (m, n, k), i as u64);
+            if got
+                .iter()
+                .zip(&split)
+                .any(|(a, b)| a.to_bits() != b.to_bits())
+            {
+                failures.push(format!(
+                    "{cfg} at {:?}: differs from its workspace twin",
+                    (m, n, k)
+                ));
+            }
+            checked += 1;
+        }
+    }
+    eprintln!(
+        "cluster sums: {} configurations, {checked} shapes checked, {} failed",
+        configs.len(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Split winners of the committed H200 database at m = 256 as cluster sums: 128×256 tiles of
+/// 16×8 thread tiles (sums in two passes), eight-way and six-way splits.
+const CLUSTER_SUM_WINNERS: [&str; 4] = [
+    "nm_spmm_f32_acol16_ms128_ns256_ks32_mt16_nt8_w8x4_n12m32l32_nopack_cp3_mb1_sk8_tma_clsum",
+    "nm_spmm_f32_acol16_ms64_ns128_ks32_mt8_nt8_w8x4_n12m32l32_nopack_cp2_mb1_sk6_clsum",
+    "nm_spmm_f32_acol16_ms64_ns128_ks64_mt8_nt8_w8x4_n8m32l32_nopack_cp2_mb2_sk3_rc8_tma_clsum",
+    "nm_spmm_f32_atrans_ms128_ns256_ks64_mt16_nt8_w8x4_n8m32l32_nopack_cp3_mb1_sk2_tma_clsum",
+];
 
 /// Element-wise block shapes: both lane heights, every warp width, one to eight warps, one,
 /// two and four windows per stage, every ring depth, min_blocks 2.

@@ -90,6 +90,7 @@ fn config(m_s: u32, pattern: NmPattern) -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     };
     validate(&cfg, &h200()).unwrap();
@@ -723,6 +724,7 @@ fn tiling(pattern: NmPattern, l: u32, packing: bool) -> KernelConfig {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     }
 }

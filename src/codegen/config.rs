@@ -367,6 +367,13 @@ pub struct KernelConfig {
     /// of the name when true.
     #[serde(default, skip_serializing_if = "is_false")]
     pub tma: bool,
+    /// Tiled family on sm_90+, with split_k > 1: the split_k blocks of a tile form a cluster
+    /// and add up their slices' sums through distributed shared memory
+    /// (`templates/nm_spmm_clsum.cu.tera`) instead of a workspace and the `<name>_reduce`
+    /// kernel. Absent from stored rows and from the name when false, `_clsum` after `_tma`
+    /// when true.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cluster_sum: bool,
     /// Element type of A, B' and C: f32 for the FP32 families, bf16 or f16 for the
     /// tensor-core family. The name's first token; absent from stored rows when f32 (rows
     /// older than the field are FP32).
@@ -395,6 +402,9 @@ const TMA_BOX_MAX: u32 = 256;
 
 /// The name suffix of a configuration with tensor copies ([`KernelConfig::tma`]).
 const TMA_SUFFIX: &str = "_tma";
+
+/// The name suffix of a split summed in a cluster ([`KernelConfig::cluster_sum`]).
+const CLUSTER_SUM_SUFFIX: &str = "_clsum";
 
 /// The name suffix of a stream-K configuration ([`KernelConfig::stream_k`]).
 const STREAM_K_SUFFIX: &str = "_streamk";
@@ -445,6 +455,7 @@ impl KernelConfig {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            cluster_sum: false,
             dtype: Dtype::F32,
         }
     }
@@ -472,6 +483,7 @@ impl KernelConfig {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            cluster_sum: false,
             dtype: Dtype::F32,
         }
     }
@@ -500,6 +512,7 @@ impl KernelConfig {
             row_chunk: 0,
             stream_k: tc.stream_k,
             tma: false,
+            cluster_sum: false,
             dtype: tc.dtype,
         }
     }
@@ -688,18 +701,29 @@ impl KernelConfig {
         }
     }
 
-    /// Floats of the split-K partial products of C: split_k·m·n when split_k > 1.
+    /// Floats of the split-K partial products of C: split_k·m·n when split_k > 1 and the
+    /// slices are not summed in a cluster.
     pub fn partial_floats(&self, m: usize, n: usize) -> usize {
-        if self.split_k > 1 {
+        if self.launches_reduce() {
             self.split_k as usize * m * n
         } else {
             0
         }
     }
 
+    /// This configuration with k split `split_k` ways: summed in a cluster as before where it
+    /// still splits, and never unsplit ([`KernelConfig::cluster_sum`] needs a split).
+    pub fn with_split(&self, split_k: u32) -> Self {
+        Self {
+            split_k,
+            cluster_sum: self.cluster_sum && split_k > 1,
+            ..*self
+        }
+    }
+
     /// Whether a launch runs the `<name>_reduce` kernel after the main one (split-K).
     pub fn launches_reduce(&self) -> bool {
-        self.split_k > 1
+        self.split_k > 1 && !self.cluster_sum
     }
 
     /// Block tiles of an m×n C.
@@ -756,8 +780,13 @@ impl KernelConfig {
         };
         let schedule = if self.stream_k { STREAM_K_SUFFIX } else { "" };
         let copies = if self.tma { TMA_SUFFIX } else { "" };
+        let sum = if self.cluster_sum {
+            CLUSTER_SUM_SUFFIX
+        } else {
+            ""
+        };
         format!(
-            "nm_spmm_{}_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}{}",
+            "nm_spmm_{}_{}_ms{}_ns{}_ks{}_mt{}_nt{}_w{}x{}_n{}m{}l{}_{}_cp{}_mb{}_sk{}{}{}{}{}",
             self.dtype,
             self.a_copy.token(),
             self.m_s,
@@ -776,6 +805,7 @@ impl KernelConfig {
             self.split_k,
             chunk,
             copies,
+            sum,
             schedule
         )
     }
@@ -790,6 +820,10 @@ impl KernelConfig {
         let (dtype, rest) = name.strip_prefix("nm_spmm_")?.split_once('_')?;
         let dtype = Dtype::parse(dtype)?;
         let (rest, stream_k) = match rest.strip_suffix(STREAM_K_SUFFIX) {
+            Some(rest) => (rest, true),
+            None => (rest, false),
+        };
+        let (rest, cluster_sum) = match rest.strip_suffix(CLUSTER_SUM_SUFFIX) {
             Some(rest) => (rest, true),
             None => (rest, false),
         };
@@ -835,6 +869,7 @@ impl KernelConfig {
             row_chunk,
             stream_k,
             tma,
+            cluster_sum,
             dtype,
         })
     }
@@ -866,6 +901,8 @@ struct StoredConfig {
     #[serde(default)]
     tma: bool,
     #[serde(default)]
+    cluster_sum: bool,
+    #[serde(default)]
     dtype: Dtype,
 }
 
@@ -895,6 +932,7 @@ impl From<StoredConfig> for KernelConfig {
             row_chunk: s.row_chunk,
             stream_k: s.stream_k,
             tma: s.tma,
+            cluster_sum: s.cluster_sum,
             dtype: s.dtype,
         }
     }
@@ -974,6 +1012,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            cluster_sum: false,
             dtype: Dtype::F32,
         };
         assert_eq!(

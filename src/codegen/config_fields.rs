@@ -34,6 +34,9 @@ pub struct ConfigFields {
     pub stream_k: bool,
     /// Whether the interior tiles of A and B' arrive by tensor copies (sm_90+).
     pub tma: bool,
+    /// Whether the blocks of a split tile add up their sums in a cluster (sm_90+), not
+    /// through a workspace and a second kernel.
+    pub cluster_sum: bool,
 }
 
 impl From<&KernelConfig> for ConfigFields {
@@ -55,6 +58,7 @@ impl From<&KernelConfig> for ConfigFields {
             row_chunk: c.row_chunk,
             stream_k: c.stream_k,
             tma: c.tma,
+            cluster_sum: c.cluster_sum,
         }
     }
 }

@@ -182,6 +182,7 @@ fn base_configs(nm: NmPattern, l: u32, layout: ALayout) -> Vec<KernelConfig> {
                                             row_chunk: 0,
                                             stream_k: false,
                                             tma: false,
+                                            cluster_sum: false,
                                             dtype: Dtype::F32,
                                         });
                                     }

@@ -13,6 +13,8 @@
 //! entry points are named after that key. Launchers must look the functions up by
 //! [`KernelSource::name`] and [`KernelSource::reduce_name`], not by `cfg.name()`; the
 //! configuration name (with its `sk` suffix) remains the name used in logs and the database.
+//! A split summed in a cluster ([`KernelConfig::cluster_sum`]) is the exception: its cluster
+//! size is compiled in, so its key keeps `split_k`.
 
 use super::{validate, ACopy, CodegenError, Family, KernelConfig};
 use crate::problem::{ALayout, NmPattern, Problem};
@@ -52,6 +54,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     (
         STREAM_K_TMA_TEMPLATE,
         include_str!("../../templates/nm_spmm_sk_tma.cu.tera"),
+    ),
+    (
+        CLUSTER_SUM_TEMPLATE,
+        include_str!("../../templates/nm_spmm_clsum.cu.tera"),
     ),
     (
         EW_SHUFFLE_TEMPLATE,
@@ -117,17 +123,21 @@ pub struct KernelSource {
     pub source: String,
 }
 
-/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`, and for
-/// the tensor-core family, whose kernels read N and M only through their arguments and
-/// compile their split into the kernel (a cluster of split_k blocks), with the pattern
-/// [`TC_KEY_PATTERN`] and the split kept. Configurations with equal keys share one source,
-/// one compilation and one cubin.
+/// The configuration whose compiled kernel serves `cfg`: `cfg` with `split_k = 1`; for a
+/// split summed in a cluster ([`KernelConfig::cluster_sum`]), whose cluster size is compiled
+/// in, `cfg` itself; and for the tensor-core family, whose kernels read N and M only through
+/// their arguments and compile their split into the kernel (a cluster of split_k blocks),
+/// with the pattern [`TC_KEY_PATTERN`] and the split kept. Configurations with equal keys
+/// share one source, one compilation and one cubin.
 pub fn compile_key(cfg: &KernelConfig) -> KernelConfig {
     if cfg.family() == Family::Tc {
         return KernelConfig {
             nm: TC_KEY_PATTERN,
             ..*cfg
         };
+    }
+    if cfg.cluster_sum {
+        return *cfg;
     }
     KernelConfig { split_k: 1, ..*cfg }
 }
@@ -166,6 +176,16 @@ const STREAM_K_TEMPLATE: &str = "nm_spmm_sk.cu.tera";
 /// kernels without them keep the checksum their tuning rows carry.
 const STREAM_K_TMA_TEMPLATE: &str = "nm_spmm_sk_tma.cu.tera";
 
+/// The split of k summed in a cluster ([`KernelConfig::cluster_sum`]): a second entry beside
+/// the tiled family's own, in a template of its own so that the split kernels without it
+/// keep the checksum their tuning rows carry.
+const CLUSTER_SUM_TEMPLATE: &str = "nm_spmm_clsum.cu.tera";
+
+/// The entry symbol of a split summed in a cluster, in the module whose base name is `base`.
+pub fn cluster_sum_name(base: &str) -> String {
+    format!("{base}_cluster")
+}
+
 /// The entry symbol of a stream-K configuration's module whose base name is `base`.
 pub fn stream_name(base: &str) -> String {
     format!("{base}_stream")
@@ -194,7 +214,7 @@ fn checksum_of(families: &[Family], extra: &[&str]) -> String {
 }
 
 /// The checksum of the templates that may serve `problem` ([`Family::serving`], and the
-/// two stream-K schedules above decode size, the transposing pass of row-major tensor-core
+/// two stream-K schedules and the cluster-summed split above decode size, the transposing pass of row-major tensor-core
 /// problems, the shuffle template of element-wise decode ones), computed once per set: the
 /// key of a tuning run, by which it resumes. A tuning-database row is current while it
 /// matches, or while its kernel's own templates are unchanged ([`kernel_checksum`]): a
@@ -225,7 +245,11 @@ pub fn templates_checksum(problem: &Problem) -> &'static str {
     };
     let stream_k = families.contains(&Family::Tiled) && !problem.is_decode();
     let extra: &[&str] = if stream_k {
-        &[STREAM_K_TEMPLATE, STREAM_K_TMA_TEMPLATE]
+        &[
+            STREAM_K_TEMPLATE,
+            STREAM_K_TMA_TEMPLATE,
+            CLUSTER_SUM_TEMPLATE,
+        ]
     } else if tc_row {
         &[TC_TRANSPOSE_TEMPLATE]
     } else if families.contains(&Family::EwDecode) {
@@ -263,6 +287,7 @@ pub fn family_checksum(family: Family) -> &'static str {
 pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
     static TILED_STREAM_K: OnceLock<String> = OnceLock::new();
     static TILED_STREAM_K_TMA: OnceLock<String> = OnceLock::new();
+    static TILED_CLUSTER_SUM: OnceLock<String> = OnceLock::new();
     static TC_TRANSPOSED: OnceLock<String> = OnceLock::new();
     static EW_SHUFFLE: OnceLock<String> = OnceLock::new();
     if cfg.a_copy.shuffles_a() {
@@ -271,6 +296,8 @@ pub fn kernel_checksum(cfg: &KernelConfig) -> &'static str {
         TILED_STREAM_K_TMA.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TMA_TEMPLATE]))
     } else if cfg.stream_k && cfg.family() == Family::Tiled {
         TILED_STREAM_K.get_or_init(|| checksum_of(&[Family::Tiled], &[STREAM_K_TEMPLATE]))
+    } else if cfg.cluster_sum && cfg.family() == Family::Tiled {
+        TILED_CLUSTER_SUM.get_or_init(|| checksum_of(&[Family::Tiled], &[CLUSTER_SUM_TEMPLATE]))
     } else if cfg.a_copy == ACopy::WgmmaTrans {
         TC_TRANSPOSED.get_or_init(|| checksum_of(&[Family::Tc], &[TC_TRANSPOSE_TEMPLATE]))
     } else {
@@ -291,6 +318,8 @@ pub fn render(cfg: &KernelConfig) -> Result<KernelSource, CodegenError> {
     let reduce_name = cfg.launches_reduce().then(|| format!("{base}_reduce"));
     let name = if cfg.stream_k {
         stream_name(&base)
+    } else if cfg.cluster_sum {
+        cluster_sum_name(&base)
     } else {
         base
     };
@@ -329,6 +358,8 @@ fn render_template(cfg: &KernelConfig, name: &str) -> Result<String, CodegenErro
         STREAM_K_TMA_TEMPLATE
     } else if cfg.stream_k {
         STREAM_K_TEMPLATE
+    } else if cfg.cluster_sum {
+        CLUSTER_SUM_TEMPLATE
     } else if cfg.a_copy.shuffles_a() {
         EW_SHUFFLE_TEMPLATE
     } else {
@@ -369,6 +400,13 @@ fn template_context(cfg: &KernelConfig, name: &str) -> tera::Context {
     ctx.insert("row_chunk", &validate::row_chunk(cfg));
     ctx.insert("at_align", &super::config::TRANSPOSED_ALIGN_FLOATS);
     ctx.insert("tma", &cfg.tma);
+    if cfg.cluster_sum {
+        ctx.insert("split_k", &cfg.split_k);
+        ctx.insert(
+            "sum_passes",
+            &validate::cluster_sum_passes(cfg).unwrap_or(0),
+        );
+    }
     ctx
 }
 
@@ -445,6 +483,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            cluster_sum: false,
             dtype: Dtype::F32,
         }
     }

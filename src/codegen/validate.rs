@@ -107,6 +107,7 @@ pub fn validate_structure(cfg: &KernelConfig) -> Result<(), CodegenError> {
     chunk_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     stream_k_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     tma_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
+    cluster_sum_rules(cfg).map_err(|reason| rejected(cfg, reason))?;
     match cfg.family() {
         Family::Tiled => tiled_rules(cfg),
         Family::Decode => pattern_rules(cfg)
@@ -235,6 +236,42 @@ fn tma_rules(cfg: &KernelConfig) -> Rule {
          with every tile side at most 256"
             .to_string()
     })
+}
+
+/// A split summed in a cluster is the tiled family's split of k (not stream-K, which shares
+/// k its own way) over a portable cluster of 2 to 8 blocks, whose sums pass through the ring
+/// in whole accumulator rows ([`cluster_sum_passes`]).
+fn cluster_sum_rules(cfg: &KernelConfig) -> Rule {
+    if !cfg.cluster_sum {
+        return Ok(());
+    }
+    rule(cfg.family() == Family::Tiled && !cfg.stream_k, || {
+        "cluster_sum applies to the tiled family's split of k, without stream-K".to_string()
+    })?;
+    rule((2..=MAX_CLUSTER_SPLIT).contains(&cfg.split_k), || {
+        format!(
+            "cluster_sum needs split_k from 2 to {MAX_CLUSTER_SPLIT} (a portable cluster), not {}",
+            cfg.split_k
+        )
+    })?;
+    rule(cluster_sum_passes(cfg).is_some(), || {
+        "the block's sums do not fit its ring even one accumulator row a pass".to_string()
+    })
+}
+
+/// The most blocks of a portable cluster: the most ways a split may be summed in one.
+pub const MAX_CLUSTER_SPLIT: u32 = 8;
+
+/// Passes a split summed in a cluster takes to move the block's sums through its ring
+/// (`templates/nm_spmm_clsum.cu.tera`): the fewest that divide the thread tile's m_t rows
+/// and leave a pass's m_s·n_s/passes floats within the ring. None where even one row a pass
+/// does not fit.
+pub fn cluster_sum_passes(cfg: &KernelConfig) -> Option<u32> {
+    let tile_floats = cfg.m_s as u64 * cfg.n_s as u64;
+    let ring_floats = cfg.stage_floats() as u64 * cfg.stages as u64;
+    (1..=cfg.m_t.max(1))
+        .filter(|passes| cfg.m_t % passes == 0)
+        .find(|&passes| tile_floats <= ring_floats * passes as u64)
 }
 
 fn chunk_rules(cfg: &KernelConfig) -> Rule {
@@ -786,6 +823,9 @@ const CP_ASYNC_COMPUTE_CAPABILITY: (u32, u32) = (8, 0);
 /// transaction counts.
 const TMA_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
 
+/// First compute capability with thread block clusters and distributed shared memory.
+const CLUSTER_COMPUTE_CAPABILITY: (u32, u32) = (9, 0);
+
 /// The compute capability `cfg`'s kernel needs, against `target`'s (a GPU or an architecture).
 fn capability_rules(cfg: &KernelConfig, target: &str, cc: (u32, u32)) -> Rule {
     let needs = |what: &str, (major, minor): (u32, u32)| {
@@ -799,6 +839,12 @@ fn capability_rules(cfg: &KernelConfig, target: &str, cc: (u32, u32)) -> Rule {
     })?;
     rule(!cfg.tma || cc >= TMA_COMPUTE_CAPABILITY, || {
         needs("a tensor copy (tma)", TMA_COMPUTE_CAPABILITY)
+    })?;
+    rule(!cfg.cluster_sum || cc >= CLUSTER_COMPUTE_CAPABILITY, || {
+        needs(
+            "a split summed in a cluster (cluster_sum)",
+            CLUSTER_COMPUTE_CAPABILITY,
+        )
     })?;
     rule(
         cfg.family() != Family::Tc || cc == TC_COMPUTE_CAPABILITY,

@@ -69,6 +69,7 @@ pub fn config(class: usize, problem: &Problem, gpu: &GpuProfile) -> Option<Kerne
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     };
     (validate::validate(&cfg, gpu).is_ok() && validate::validate_for_problem(&cfg, problem).is_ok())
@@ -249,6 +250,7 @@ pub fn why_unsupported(problem: &Problem) -> String {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     };
     let probe = if problem.dtype != Dtype::F32 {

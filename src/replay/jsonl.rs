@@ -307,6 +307,7 @@ mod tests {
                 row_chunk: 0,
                 stream_k: false,
                 tma: false,
+                cluster_sum: false,
                 dtype: Dtype::F32,
             },
             status: Status::Ok,

@@ -460,7 +460,7 @@ fn resplit(entry: &Entry, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConf
     SPLIT_K_VALUES
         .iter()
         .filter(|&&split_k| !same_grid || split_k == cfg.split_k)
-        .map(|&split_k| KernelConfig { split_k, ..kernel })
+        .map(|&split_k| kernel.with_split(split_k))
         .filter(|c| validate(c, gpu).is_ok() && validate_for_problem(c, problem).is_ok())
         .collect()
 }
@@ -527,6 +527,8 @@ impl SplitTimes {
         SPLIT_K_VALUES.iter().position(|&s| s == split_k)
     }
 
+    /// The key of `config`'s timings: its kernel without the split, summed in a cluster or
+    /// not (a cluster-summed split and a workspace split of one kernel time differently).
     fn unsplit(config: &KernelConfig) -> KernelConfig {
         KernelConfig {
             split_k: 1,
@@ -644,6 +646,7 @@ mod tests {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            cluster_sum: false,
             dtype: Dtype::F32,
         }
     }

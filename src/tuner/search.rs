@@ -97,7 +97,8 @@ pub fn candidates(problem: &Problem, gpu: &GpuProfile, strategy: Strategy) -> Ve
             let picked = pruned_candidates(whole_tiles(space), problem, gpu);
             let picked = with_transposed_twins(picked, problem, gpu);
             let picked = with_tma_twins(picked, problem, gpu, TMA_TWINS_TOP);
-            with_stream_k(with_row_chunks(picked, problem, gpu), problem, gpu)
+            let picked = with_stream_k(with_row_chunks(picked, problem, gpu), problem, gpu);
+            with_cluster_sums(picked, problem, gpu)
         }
         Strategy::Model => {
             let picked = model_picks(&ranked(whole_tiles(space), problem, gpu), MODEL_TOP, true);
@@ -185,8 +186,7 @@ pub fn with_stream_k(
 ) -> Vec<KernelConfig> {
     let variant = |cfg: KernelConfig| KernelConfig {
         stream_k: true,
-        split_k: 1,
-        ..cfg
+        ..cfg.with_split(1)
     };
     // A split pick with tensor copies has a stream-K variant worth timing: that schedule
     // shares a grid of fewer tiles than workers out whole, where split-K's grid fills the
@@ -333,6 +333,28 @@ pub fn with_shuffle_twins(
     })
 }
 
+/// Tiled split candidates whose twins summed in a cluster ([`KernelConfig::cluster_sum`])
+/// the timing strategies time too. The model predicts a twin without the reduction kernel
+/// and its workspace traffic, and whether that pays depends on the grid: a cluster's blocks
+/// must be resident together.
+pub const CLUSTER_SUM_TOP: usize = 4;
+
+/// `picked` followed by the valid cluster-summed twins of its first [`CLUSTER_SUM_TOP`]
+/// tiled configurations that split k through a workspace (none on a GPU before sm_90).
+pub fn with_cluster_sums(
+    picked: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let firsts = |cfg: &KernelConfig| cfg.family() == Family::Tiled && cfg.launches_reduce();
+    with_variants(picked, problem, gpu, (firsts, CLUSTER_SUM_TOP), |cfg| {
+        [KernelConfig {
+            cluster_sum: true,
+            ..cfg
+        }]
+    })
+}
+
 /// Tiled candidates whose other splits of k ([`SPLIT_K_VALUES`]) the warm strategy times too.
 /// A search times each shape with the model's few best splits ([`SEED_SPLITS`]), so a shape
 /// that won with one split was often never timed with the others.
@@ -348,7 +370,7 @@ pub fn with_split_twins(
 ) -> Vec<KernelConfig> {
     let twins = split_twin_bases(&picked)
         .into_iter()
-        .flat_map(|cfg| SPLIT_K_VALUES.map(|split_k| KernelConfig { split_k, ..cfg }));
+        .flat_map(|cfg| SPLIT_K_VALUES.map(|split_k| cfg.with_split(split_k)));
     for twin in twins {
         if seed_allowed(&twin, problem, gpu) && !picked.contains(&twin) {
             picked.push(twin);
@@ -668,6 +690,7 @@ pub fn neighbours(best: &KernelConfig, problem: &Problem, gpu: &GpuProfile) -> V
         let like_best = KernelConfig {
             row_chunk: best.row_chunk,
             tma: best.tma,
+            cluster_sum: best.cluster_sum && cfg.split_k > 1,
             stream_k: best.stream_k && cfg.split_k == 1,
             ..*cfg
         };
@@ -883,6 +906,7 @@ impl Seed {
             row_chunk: 0,
             stream_k: false,
             tma: false,
+            cluster_sum: false,
             dtype: Dtype::F32,
         }
     }

@@ -21,9 +21,9 @@
 //! kernel this build generates unchanged is carried over (`run::Stored::carried`).
 
 use super::search::{
-    neighbours, runs, table_one_seeds, with_lane_twins, with_pipeline_twins, with_row_chunks,
-    with_shuffle_twins, with_split_twins, with_stream_k, with_tma_twins, with_transposed_twins,
-    with_wide_rows, TMA_TWINS_TOP,
+    neighbours, runs, table_one_seeds, with_cluster_sums, with_lane_twins, with_pipeline_twins,
+    with_row_chunks, with_shuffle_twins, with_split_twins, with_stream_k, with_tma_twins,
+    with_transposed_twins, with_wide_rows, TMA_TWINS_TOP,
 };
 use crate::codegen::{templates_checksum, KernelConfig};
 use crate::db::{Database, Measurement, Source, Status};
@@ -218,9 +218,7 @@ fn with_sibling_winners(
     problem: &Problem,
     gpu: &GpuProfile,
 ) -> Vec<KernelConfig> {
-    let as_won_and_unsplit = won
-        .iter()
-        .flat_map(|cfg| [*cfg, KernelConfig { split_k: 1, ..*cfg }]);
+    let as_won_and_unsplit = won.iter().flat_map(|cfg| [*cfg, cfg.with_split(1)]);
     with_runnable(picked, as_won_and_unsplit, problem, gpu)
 }
 
@@ -247,7 +245,8 @@ fn is_stale(row: &Measurement) -> bool {
 /// ([`with_stream_k`]), the other splits of k of the first few tiled ones
 /// ([`with_split_twins`]), the other lane widths of the first few element-wise decode
 /// ones ([`with_lane_twins`]) and their twins with A gathered the other way
-/// ([`with_shuffle_twins`]).
+/// ([`with_shuffle_twins`]), and the cluster-summed twins of the first few that split k
+/// ([`with_cluster_sums`]).
 fn retimed(rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let mut picked = fastest_distinct(&rows, WARM_TOP, |cfg| runs(cfg, problem, gpu));
     if picked.is_empty() {
@@ -264,5 +263,5 @@ fn retimed(rows: Vec<Measurement>, problem: &Problem, gpu: &GpuProfile) -> Vec<K
     let picked = with_wide_rows(with_row_chunks(picked, problem, gpu), problem, gpu);
     let picked = with_stream_k(with_pipeline_twins(picked, problem, gpu), problem, gpu);
     let picked = with_lane_twins(with_split_twins(picked, problem, gpu), problem, gpu);
-    with_shuffle_twins(picked, problem, gpu)
+    with_cluster_sums(with_shuffle_twins(picked, problem, gpu), problem, gpu)
 }
