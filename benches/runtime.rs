@@ -92,6 +92,7 @@ fn prepare(c: &mut Criterion) {
         row_chunk: 0,
         stream_k: false,
         tma: false,
+        cluster_sum: false,
         dtype: Dtype::F32,
     };
     let mut group = c.benchmark_group("prepare");
