@@ -442,6 +442,13 @@ fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Op
 /// 45.1 µs, where the tuner's unsplit choice took 39.9 µs at m = 6; docs/perf-log.md,
 /// session 29).
 ///
+/// A split summed in a cluster is borrowed for another grid as its workspace twin (the same
+/// main loop and the same sums): a cluster's blocks must be resident together, which suits the
+/// grid it was timed on and may cost another one a wave. On the H200, Attn 8:32 at m = 700
+/// took the m = 512 entry's cluster-summed kernel re-split four ways and ran in 209.2 µs,
+/// 2.60× cuBLAS, where its tuned neighbours ran 3.69× and 3.62× (docs/perf-log.md, session
+/// 59).
+///
 /// A stream-K kernel borrowed for a problem whose edge tiles run the predicated copies is
 /// replaced by its data-parallel twin: the schedule gives every worker an equal share of
 /// k-tiles, and predicated tiles make their workers late (1 × 4096 × 11008 12:32 at
@@ -451,12 +458,13 @@ fn from_neighbours(entries: &[Entry], problem: &Problem, gpu: &GpuProfile) -> Op
 fn resplit(entry: &Entry, problem: &Problem, gpu: &GpuProfile) -> Vec<KernelConfig> {
     let cfg = &entry.config;
     let unpredicated = problem.m >= cfg.m_s as usize && problem.n % cfg.n_s.max(1) as usize == 0;
-    let kernel = KernelConfig {
-        stream_k: cfg.stream_k && unpredicated,
-        ..*cfg
-    };
     let tile_rows = |m: usize| m.div_ceil(cfg.m_s.max(1) as usize);
     let same_grid = tile_rows(entry.m) == tile_rows(problem.m);
+    let kernel = KernelConfig {
+        stream_k: cfg.stream_k && unpredicated,
+        cluster_sum: cfg.cluster_sum && same_grid,
+        ..*cfg
+    };
     SPLIT_K_VALUES
         .iter()
         .filter(|&&split_k| !same_grid || split_k == cfg.split_k)
@@ -908,6 +916,23 @@ mod tests {
         // m = 300 weighs both kernels of m = 256: the faster measurement wins here.
         assert_eq!(at(300).config.a_copy, ACopy::Transposed);
     }
+    #[test]
+    fn a_cluster_summed_kernel_keeps_its_clusters_on_its_own_grid_only() {
+        let gpu = h100();
+        let summed = KernelConfig {
+            cluster_sum: true,
+            ..config(32, 2)
+        };
+        let lent = entry(512, summed, 101.6);
+        // 500 rows: the same 16 rows of 32-row tiles, the grid the tuner timed.
+        let same = resplit(&lent, &problem(500, 4096, 4096), &gpu);
+        assert_eq!(same, [summed]);
+        // 700 rows: another grid, every split through the workspace.
+        let other = resplit(&lent, &problem(700, 4096, 4096), &gpu);
+        assert!(other.len() > 1 && other.iter().all(|c| !c.cluster_sum));
+        assert!(other.contains(&config(32, 2)) && other.contains(&config(32, 1)));
+    }
+
     #[test]
     fn a_re_split_kernel_is_scaled_from_the_timing_of_its_own_split() {
         let (gpu, tuned, wanted) = (h100(), problem(256, 4096, 4096), problem(300, 4096, 4096));
