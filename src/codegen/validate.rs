@@ -197,7 +197,7 @@ pub fn fragment_buffers(cfg: &KernelConfig) -> u32 {
 /// not unrolled: a quarter or half of the code of a 16-row tile, so the hot loop stays in
 /// the instruction cache, and a chunk's indices in registers instead of the tile's. Whether
 /// it pays depends on the kernel (docs/design.md "Row chunks").
-pub const ROW_CHUNKS: [u32; 4] = [4, 8, 12, 16];
+pub const ROW_CHUNKS: [u32; 2] = [4, 8];
 
 /// Compressed rows per pass of the template's inner loop (its RC): the row chunk, or w_s.
 pub fn row_chunk(cfg: &KernelConfig) -> u32 {
