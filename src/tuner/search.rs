@@ -335,12 +335,19 @@ pub fn with_shuffle_twins(
 
 /// Tiled split candidates whose twins summed in a cluster ([`KernelConfig::cluster_sum`])
 /// the timing strategies time too. The model predicts a twin without the reduction kernel
-/// and its workspace traffic, and whether that pays depends on the grid: a cluster's blocks
-/// must be resident together.
+/// and its workspace traffic, but a cluster's blocks must be resident together, and that
+/// decides: on the H200 the twins split 3 to 8 ways ran 1.3–2.2× slower than their
+/// workspace splits at m = 256 (a grid sized to fill the GPU lost SMs to the clusters'
+/// placement and ran a second wave), while pairs won 86 of the 1,056 problems
+/// (docs/perf-log.md, session 59).
 pub const CLUSTER_SUM_TOP: usize = 4;
 
-/// `picked` followed by the valid cluster-summed twins of its first [`CLUSTER_SUM_TOP`]
-/// tiled configurations that split k through a workspace (none on a GPU before sm_90).
+/// The blocks of the clusters a search times: pairs.
+pub const CLUSTER_SUM_SPLIT: u32 = 2;
+
+/// `picked` followed by the valid cluster-summed pair splits ([`CLUSTER_SUM_SPLIT`]) of its
+/// first [`CLUSTER_SUM_TOP`] tiled configurations that split k through a workspace (none on
+/// a GPU before sm_90).
 pub fn with_cluster_sums(
     picked: Vec<KernelConfig>,
     problem: &Problem,
@@ -350,7 +357,7 @@ pub fn with_cluster_sums(
     with_variants(picked, problem, gpu, (firsts, CLUSTER_SUM_TOP), |cfg| {
         [KernelConfig {
             cluster_sum: true,
-            ..cfg
+            ..cfg.with_split(CLUSTER_SUM_SPLIT)
         }]
     })
 }
@@ -1065,10 +1072,10 @@ mod tests {
                 .with_layout(layout)
                 .unwrap();
             for strategy in [Strategy::Pruned, Strategy::Model] {
-                // The stream-K variants come last (the next test).
+                // The stream-K variants and cluster-summed twins come last (their own tests).
                 let picked: Vec<_> = candidates(&problem, &gpu, strategy)
                     .into_iter()
-                    .filter(|c| !c.stream_k)
+                    .filter(|c| !c.stream_k && !c.cluster_sum)
                     .collect();
                 let (whole, chunked): (Vec<_>, Vec<_>) =
                     picked.iter().partition(|c| c.row_chunk == 0);
@@ -1252,7 +1259,11 @@ mod tests {
     fn the_timing_strategies_time_the_stream_k_schedule_of_their_first_tiled_picks() {
         let gpu = GpuProfile::builtin("h100").unwrap();
         let problem = |m| Problem::new(m, 4096, 4096, NmPattern::new(8, 32).unwrap(), 32).unwrap();
-        let picked = candidates(&problem(4096), &gpu, Strategy::Pruned);
+        // The cluster-summed twins come after the stream-K variants (their own test).
+        let picked: Vec<_> = candidates(&problem(4096), &gpu, Strategy::Pruned)
+            .into_iter()
+            .filter(|c| !c.cluster_sum)
+            .collect();
         let first = picked
             .iter()
             .position(|c| c.stream_k)
@@ -1311,6 +1322,35 @@ mod tests {
             ..split
         };
         assert_eq!(with_stream_k(vec![plain], &problem, &gpu), [plain]);
+    }
+
+    #[test]
+    fn split_picks_get_their_cluster_summed_pair_on_sm_90_only() {
+        let nm = NmPattern::new(8, 32).unwrap();
+        let problem = Problem::new(256, 4096, 4096, nm, 32)
+            .unwrap()
+            .with_layout(ALayout::ColMajor)
+            .unwrap();
+        let h100 = GpuProfile::builtin("h100").unwrap();
+        let picked = candidates(&problem, &h100, Strategy::Pruned);
+        let first = picked.iter().position(|c| c.cluster_sum).expect("a twin");
+        let summed = &picked[first..];
+        assert!(summed.iter().all(|c| c.cluster_sum), "the twins come last");
+        assert!(summed.len() <= CLUSTER_SUM_TOP);
+        for twin in summed {
+            assert_eq!(twin.split_k, CLUSTER_SUM_SPLIT, "{twin}");
+            let of_a_split_pick = picked.iter().any(|c| {
+                c.launches_reduce()
+                    && KernelConfig {
+                        cluster_sum: true,
+                        ..c.with_split(CLUSTER_SUM_SPLIT)
+                    } == *twin
+            });
+            assert!(of_a_split_pick, "{twin} is no twin of a split pick");
+        }
+        let a100 = GpuProfile::builtin("a100").unwrap();
+        let picked = candidates(&problem, &a100, Strategy::Pruned);
+        assert!(picked.iter().all(|c| !c.cluster_sum));
     }
 
     #[test]
