@@ -442,8 +442,8 @@ fn tune_calls(problems: &[Problem], db: &Database, opts: &TuneOptions) -> Vec<Ca
 /// some of them out: the fastest earlier configurations, the Table I seeds and the default, in
 /// that order, then the transposing twins of the first row-copying ones, the row-chunk
 /// variants of the first whole tiles among them, the stream-K variants of the first tiles
-/// that do not split k, the other splits of the first tiles and the other lane widths of the
-/// first element-wise decode kernels.
+/// that do not split k, the other splits of the first tiles, the other lane widths of the
+/// first element-wise decode kernels and the cluster-summed pairs of the first splits.
 fn warm_plan(rows: &[Measurement], problem: &Problem) -> (HashSet<String>, bool) {
     let mut timed: Vec<&Measurement> = rows
         .iter()
@@ -471,7 +471,8 @@ fn warm_plan(rows: &[Measurement], problem: &Problem) -> (HashSet<String>, bool)
     let chunked = search::with_row_chunks(twinned, problem, &h200());
     let streamed = search::with_stream_k(chunked, problem, &h200());
     let split = search::with_split_twins(streamed, problem, &h200());
-    let plan = search::with_lane_twins(split, problem, &h200())
+    let laned = search::with_lane_twins(split, problem, &h200());
+    let plan = search::with_cluster_sums(laned, problem, &h200())
         .iter()
         .map(KernelConfig::name)
         .collect();
