@@ -214,13 +214,13 @@ fn checksum_of(families: &[Family], extra: &[&str]) -> String {
 }
 
 /// The checksum of the templates that may serve `problem` ([`Family::serving`], and the
-/// two stream-K schedules and the cluster-summed split above decode size, the transposing pass of row-major tensor-core
-/// problems, the shuffle template of element-wise decode ones), computed once per set: the
-/// key of a tuning run, by which it resumes. A tuning-database row is current while it
-/// matches, or while its kernel's own templates are unchanged ([`kernel_checksum`]): a
-/// change to the decode template leaves the rows of problems above m = 16 valid, and a
-/// family, schedule or path added (the element-wise family for L = 1, stream-K, the shuffle
-/// gather) leaves every existing row valid.
+/// two stream-K schedules and the cluster-summed split above decode size, the transposing
+/// pass of row-major tensor-core problems, the shuffle template of element-wise decode ones),
+/// computed once per set: the key of a tuning run, by which it resumes. A tuning-database row
+/// is current while it matches, or while its kernel's own templates are unchanged
+/// ([`kernel_checksum`]): a change to the decode template leaves the rows of problems above
+/// m = 16 valid, and a family, schedule or path added (the element-wise family for L = 1,
+/// stream-K, the shuffle gather, the cluster sum) leaves every existing row valid.
 pub fn templates_checksum(problem: &Problem) -> &'static str {
     static LARGE_M: OnceLock<String> = OnceLock::new();
     static DECODE: OnceLock<String> = OnceLock::new();
