@@ -532,6 +532,7 @@ fn decode_candidates(
             }
         }
     }
+    let mut picked = with_shared_splits(picked, problem, gpu);
     // The model does not tell the stages apart: ranking both would let a shape's twin take the
     // place of another shape among the top few (it did, session 17).
     let decode: Vec<KernelConfig> = space
@@ -542,6 +543,34 @@ fn decode_candidates(
     picked.extend(ranked(decode, problem, gpu).into_iter().take(DECODE_TOP));
     let picked = with_lane_twins(with_wide_rows(picked, problem, gpu), problem, gpu);
     with_shuffle_twins(picked, problem, gpu)
+}
+
+/// `seeds` and, for each, its twins with every split factor another seed of the same block
+/// (rows and columns) was given. The model picks a seed's splits from its grid, not from the
+/// blocks an SM holds: at 1 × 5120 × 5120 12:32 on the H200 it split the 8-warp 64-column seed
+/// three ways and left the 16-warp one unsplit, whose three-way split (never timed) ran 4 %
+/// faster than the stored winner (docs/perf-log.md, session 60).
+fn with_shared_splits(
+    seeds: Vec<KernelConfig>,
+    problem: &Problem,
+    gpu: &GpuProfile,
+) -> Vec<KernelConfig> {
+    let mut out = seeds.clone();
+    for seed in &seeds {
+        for other in seeds
+            .iter()
+            .filter(|o| o.m_s == seed.m_s && o.n_s == seed.n_s)
+        {
+            let twin = KernelConfig {
+                split_k: other.split_k,
+                ..*seed
+            };
+            if !out.contains(&twin) && seed_allowed(&twin, problem, gpu) {
+                out.push(twin);
+            }
+        }
+    }
+    out
 }
 
 /// Element-wise block shapes timed for every element-wise problem (with the split-K factors
@@ -1035,6 +1064,33 @@ mod tests {
             for best in ranked_shapes.iter().take(DECODE_TOP) {
                 assert!(picked.contains(best), "{} missing (L = {l})", best.name());
             }
+        }
+    }
+
+    #[test]
+    fn decode_seeds_of_one_block_width_share_their_splits() {
+        let gpu = GpuProfile::builtin("h200").unwrap();
+        let problem = Problem::new(1, 5120, 5120, NmPattern::new(12, 32).unwrap(), 32).unwrap();
+        let picked = candidates(&problem, &gpu, Strategy::Pruned);
+        let names: Vec<String> = picked.iter().map(|c| c.name()).collect();
+        // Session 60's H200 measurement: the 16-warp seed split three ways, as the 8-warp
+        // one of the same 64 columns is, beat the stored winner.
+        for name in [
+            "nm_spmm_f32_drow_ms1_ns64_ks4_mt1_nt8_w8x1_n12m32l32_nopack_cp3_mb1_sk3",
+            "nm_spmm_f32_drow_ms1_ns64_ks4_mt1_nt8_w16x1_n12m32l32_nopack_cp1_mb1_sk3",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
+        }
+        // In each of its pipelines.
+        for stages in validate::DECODE_STAGES {
+            let twin = KernelConfig {
+                stages,
+                ..KernelConfig::parse_name(
+                    "nm_spmm_f32_drow_ms1_ns64_ks4_mt1_nt8_w16x1_n12m32l32_nopack_cp1_mb1_sk3",
+                )
+                .unwrap()
+            };
+            assert!(picked.contains(&twin), "{} missing", twin.name());
         }
     }
 
