@@ -414,9 +414,10 @@ fn element_wise_problems_get_element_wise_candidates_and_defaults() {
         for m in [4, 16, 256, 4096] {
             let p = problem(m, 4096, 11008, nm(8, 32), 1, layout);
             let picked = candidates(&p, &gpu, Strategy::Pruned);
-            // At decode sizes up to 8 of them are the shuffle twins of the decode candidates.
+            // At decode sizes up to 8 of them are the shuffle twins of the decode candidates,
+            // and a few the decode seeds' shared split factors (51 at m = 4, column-major).
             assert!(
-                (5..=48).contains(&picked.len()),
+                (5..=56).contains(&picked.len()),
                 "{p}: {} candidates",
                 picked.len()
             );
